@@ -1,0 +1,110 @@
+"""Command-line flags every model shares, and `--config-file` presets.
+
+A config file is JSON: flag names (with dashes or underscores) to values, optionally grouped in sections such as
+{"audio": {...}, "training": {...}}. Its values become defaults; flags given on the command line win. Unknown keys
+are errors naming the file, as unknown flags are.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from common.audio import add_audio_args
+
+
+def add_training_args(parser: argparse.ArgumentParser) -> None:
+    general = parser.add_argument_group("run")
+    general.add_argument("-o", "--output", required=True, help="directory for checkpoints and logs (created)")
+    general.add_argument("-d", "--dataset-path", default="./", help="root that filelist paths are relative to")
+    general.add_argument("--log-file", default="nvlog.json", help="DLLogger JSON-lines file, relative to --output")
+    general.add_argument("--tensorboard-dir", default=None, help="write TensorBoard events here")
+    general.add_argument("--config-file", default=None, help="JSON file of flag defaults (a preset)")
+    general.add_argument("--seed", type=int, default=1234, help="seeds data order, dropout and init on every rank")
+    general.add_argument("--dry-run", action="store_true",
+                         help="parse the flags, build the model and data, print the configuration and exit")
+    general.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration stdout lines")
+
+    training = parser.add_argument_group("training")
+    training.add_argument("--epochs", type=int, required=True)
+    training.add_argument("--epochs-per-checkpoint", type=int, default=50)
+    training.add_argument("--iters-per-checkpoint", type=int, default=0,
+                          help="also checkpoint every N optimizer steps inside an epoch (0: off)")
+    training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
+    training.add_argument("--resume-from-last", action="store_true",
+                          help=f"resume from checkpoint_<model>_last.pt in --output if it exists")
+    training.add_argument("--cpu", action="store_true", help="train on the CPU even if a GPU is present")
+    precision = training.add_mutually_exclusive_group()
+    precision.add_argument("--amp", action="store_true", help="fp16 autocast with dynamic loss scaling")
+    precision.add_argument("--bf16", action="store_true", help="bf16 autocast (no loss scaling needed)")
+    training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
+                          help="TF32 matmuls and convolutions on Ampere and newer GPUs")
+    training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
+    training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
+    training.add_argument("--disable-uniform-initialize-bn-weight", action="store_true",
+                          help="keep PyTorch's BatchNorm weight init instead of the reference's U(0, 1)")
+    training.add_argument("--num-workers", type=int, default=2, help="data loader worker processes")
+
+    optimization = parser.add_argument_group("optimization")
+    optimization.add_argument("-lr", "--learning-rate", type=float, required=True)
+    optimization.add_argument("--weight-decay", type=float, default=1e-6)
+    optimization.add_argument("--grad-clip-thresh", type=float, default=1.0, help="max gradient norm")
+    optimization.add_argument("-bs", "--batch-size", type=int, required=True, help="per GPU / process")
+    optimization.add_argument("--grad-accumulation", type=int, default=1,
+                              help="batches accumulated into one optimizer step")
+    optimization.add_argument("--anneal-steps", nargs="*", type=int, default=[],
+                              help="epochs at which the learning rate is annealed")
+    optimization.add_argument("--anneal-factor", type=float, default=0.1, choices=[0.1, 0.3])
+
+    data = parser.add_argument_group("dataset")
+    data.add_argument("--training-files", default="filelists/ljs_audio_text_train_filelist.txt")
+    data.add_argument("--validation-files", default="filelists/ljs_audio_text_val_filelist.txt")
+    data.add_argument("--text-cleaners", nargs="*", default=["english_cleaners"])
+
+    add_audio_args(parser)
+
+    distributed = parser.add_argument_group("distributed (launch with torchrun or python -m multiproc)")
+    distributed.add_argument("--dist-backend", default=None, choices=["nccl", "gloo"],
+                             help="default: nccl on GPUs, gloo on CPUs")
+
+
+def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
+    """Flatten a JSON preset into {dest: value}, rejecting keys that are no flag of this parser."""
+    path = Path(path)
+    try:
+        content = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"error: --config-file {path} does not exist")
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"error: --config-file {path} is not valid JSON: {error}")
+    flat = {}
+    for key, value in content.items():
+        if isinstance(value, dict):  # a section such as "audio"
+            flat.update(value)
+        else:
+            flat[key] = value
+    destinations = {action.dest for action in parser._actions}
+    values = {}
+    for key, value in flat.items():
+        dest = key.replace("-", "_")
+        if dest not in destinations:
+            raise SystemExit(f"error: --config-file {path}: unknown setting '{key}'")
+        values[dest] = value
+    return values
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parse_args that first applies --config-file as defaults (so the file may supply required flags)."""
+    config_path = None
+    for index, token in enumerate(argv):
+        if token == "--config-file" and index + 1 < len(argv):
+            config_path = argv[index + 1]
+        elif token.startswith("--config-file="):
+            config_path = token.split("=", 1)[1]
+    if config_path is not None:
+        values = read_config_file(config_path, parser)
+        for action in parser._actions:
+            if action.dest in values:
+                action.required = False
+        parser.set_defaults(**values)
+    return parser.parse_args(argv)

@@ -1,0 +1,221 @@
+"""The one audio front-end every model uses: wav I/O, STFT, Slaney mel filterbank, log compression, Griffin-Lim.
+
+The numbers match NVIDIA's Tacotron 2 (n_fft 1024, hop 256, periodic Hann, centred reflect padding, magnitude
+spectrum, Slaney mel 80 x 0..8000 Hz, log(clamp(x, 1e-5))) so its published checkpoints see the mels they were
+trained on. The parameters travel inside every checkpoint as an `AudioParams` dict, and a vocoder refuses mels made
+with other parameters.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile
+import torch
+
+LOG_CLAMP_MIN = 1e-5
+
+
+@dataclass(frozen=True)
+class AudioParams:
+    sampling_rate: int = 22050
+    filter_length: int = 1024  # n_fft
+    hop_length: int = 256
+    win_length: int = 1024
+    n_mel_channels: int = 80
+    mel_fmin: float = 0.0
+    mel_fmax: float = 8000.0
+
+    @property
+    def mel_frames_per_second(self) -> float:
+        return self.sampling_rate / self.hop_length
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "AudioParams":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown audio parameters {sorted(unknown)}; known are {sorted(known)}")
+        return cls(**values)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "AudioParams":
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+    def check_matches(self, other: "AudioParams", this_name: str, other_name: str) -> None:
+        """Raise a ValueError naming every parameter on which two components disagree."""
+        differences = [
+            f"{f.name}: {getattr(self, f.name)} ({this_name}) vs {getattr(other, f.name)} ({other_name})"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        ]
+        if differences:
+            raise ValueError(
+                f"audio parameters of {this_name} and {other_name} differ, so the mels would not mean the same "
+                "thing to both: " + "; ".join(differences)
+            )
+
+
+def add_audio_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("audio parameters")
+    defaults = AudioParams()
+    group.add_argument("--sampling-rate", type=int, default=defaults.sampling_rate)
+    group.add_argument("--filter-length", type=int, default=defaults.filter_length, help="FFT size")
+    group.add_argument("--hop-length", type=int, default=defaults.hop_length)
+    group.add_argument("--win-length", type=int, default=defaults.win_length)
+    group.add_argument("--n-mel-channels", type=int, default=defaults.n_mel_channels)
+    group.add_argument("--mel-fmin", type=float, default=defaults.mel_fmin)
+    group.add_argument("--mel-fmax", type=float, default=defaults.mel_fmax)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Wav files
+
+
+def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1) -> torch.Tensor:
+    """Read a mono wav as float32 in [-1, 1]; every failure names the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"audio file not found: {path}")
+    try:
+        audio, sampling_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except Exception as error:  # soundfile raises several types for unreadable files
+        raise ValueError(f"cannot read audio file {path}: {error}") from error
+    if sampling_rate != expected_sampling_rate:
+        raise ValueError(
+            f"{path}: sampling rate is {sampling_rate} Hz, expected {expected_sampling_rate} Hz "
+            "(resample the corpus, or set --sampling-rate)"
+        )
+    if audio.shape[1] != 1:
+        raise ValueError(f"{path}: has {audio.shape[1]} channels, expected mono")
+    if audio.shape[0] < min_samples:
+        raise ValueError(f"{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
+    return torch.from_numpy(audio[:, 0].copy())
+
+
+def save_wav(path: str | Path, audio: torch.Tensor | np.ndarray, sampling_rate: int) -> None:
+    """Write float audio in [-1, 1] as 16-bit PCM."""
+    if isinstance(audio, torch.Tensor):
+        audio = audio.detach().float().cpu().numpy()
+    audio = np.clip(audio, -1.0, 1.0)
+    soundfile.write(str(path), audio, sampling_rate, subtype="PCM_16")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Mel filterbank (Slaney scale and area normalisation, as librosa.filters.mel with its defaults)
+
+
+def _hz_to_slaney_mel(hz: np.ndarray) -> np.ndarray:
+    # Linear below 1 kHz, logarithmic above: the Auditory Toolbox ("Slaney") scale.
+    hz = np.asarray(hz, dtype=np.float64)
+    f_sp = 200.0 / 3
+    min_log_hz, min_log_mel, logstep = 1000.0, 1000.0 / f_sp, np.log(6.4) / 27.0
+    mel = hz / f_sp
+    above = hz >= min_log_hz
+    mel[above] = min_log_mel + np.log(hz[above] / min_log_hz) / logstep
+    return mel
+
+
+def _slaney_mel_to_hz(mel: np.ndarray) -> np.ndarray:
+    mel = np.asarray(mel, dtype=np.float64)
+    f_sp = 200.0 / 3
+    min_log_hz, min_log_mel, logstep = 1000.0, 1000.0 / f_sp, np.log(6.4) / 27.0
+    hz = f_sp * mel
+    above = mel >= min_log_mel
+    hz[above] = min_log_hz * np.exp(logstep * (mel[above] - min_log_mel))
+    return hz
+
+
+def slaney_mel_filterbank(sampling_rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float) -> np.ndarray:
+    """(n_mels, n_fft // 2 + 1) triangular filters, each scaled to unit area."""
+    fft_freqs = np.linspace(0, sampling_rate / 2, n_fft // 2 + 1)
+    mel_points = np.linspace(_hz_to_slaney_mel(np.array([fmin]))[0], _hz_to_slaney_mel(np.array([fmax]))[0], n_mels + 2)
+    edges_hz = _slaney_mel_to_hz(mel_points)
+    widths = np.diff(edges_hz)
+    slopes = edges_hz[:, None] - fft_freqs[None, :]
+    rising = -slopes[:-2] / widths[:-1, None]
+    falling = slopes[2:] / widths[1:, None]
+    weights = np.maximum(0, np.minimum(rising, falling))
+    weights *= (2.0 / (edges_hz[2 : n_mels + 2] - edges_hz[:n_mels]))[:, None]
+    return weights.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# STFT and mel spectrogram
+
+
+def dynamic_range_compression(magnitudes: torch.Tensor) -> torch.Tensor:
+    return torch.log(torch.clamp(magnitudes, min=LOG_CLAMP_MIN))
+
+
+def dynamic_range_decompression(log_magnitudes: torch.Tensor) -> torch.Tensor:
+    return torch.exp(log_magnitudes)
+
+
+class MelSpectrogram(torch.nn.Module):
+    """Audio (B, T) in [-1, 1] -> log mel (B, n_mel_channels, 1 + T // hop_length)."""
+
+    def __init__(self, params: AudioParams = AudioParams()):
+        super().__init__()
+        if params.mel_fmax > params.sampling_rate / 2:
+            raise ValueError(f"mel_fmax {params.mel_fmax} is above the Nyquist frequency {params.sampling_rate / 2}")
+        self.params = params
+        self.register_buffer("window", torch.hann_window(params.win_length, periodic=True), persistent=False)
+        basis = slaney_mel_filterbank(
+            params.sampling_rate, params.filter_length, params.n_mel_channels, params.mel_fmin, params.mel_fmax
+        )
+        self.register_buffer("mel_basis", torch.from_numpy(basis), persistent=False)
+
+    def magnitude(self, audio: torch.Tensor) -> torch.Tensor:
+        spectrum = torch.stft(
+            audio.float(),
+            n_fft=self.params.filter_length,
+            hop_length=self.params.hop_length,
+            win_length=self.params.win_length,
+            window=self.window,
+            center=True,
+            pad_mode="reflect",
+            return_complex=True,
+        )
+        return spectrum.abs()
+
+    def forward(self, audio: torch.Tensor) -> torch.Tensor:
+        if audio.dim() == 1:
+            audio = audio.unsqueeze(0)
+        return dynamic_range_compression(torch.matmul(self.mel_basis, self.magnitude(audio)))
+
+
+def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = 60,
+                power: float = 1.5, seed: int = 0) -> torch.Tensor:
+    """Vocoder-free inversion: log mel (B, n_mel, T) -> audio (B, T * hop_length).
+
+    The linear magnitude is the least-squares inverse of the filterbank (clamped at zero), sharpened by `power`
+    as is usual for Griffin-Lim on Tacotron mels; the phase is then found iteratively.
+    """
+    if log_mel.dim() == 2:
+        log_mel = log_mel.unsqueeze(0)
+    basis = torch.from_numpy(
+        slaney_mel_filterbank(params.sampling_rate, params.filter_length, params.n_mel_channels,
+                              params.mel_fmin, params.mel_fmax)
+    ).to(log_mel.device)
+    mel = dynamic_range_decompression(log_mel.float())
+    magnitude = torch.clamp(torch.matmul(torch.linalg.pinv(basis), mel), min=0.0) ** power
+    window = torch.hann_window(params.win_length, periodic=True, device=log_mel.device)
+    stft_args = dict(n_fft=params.filter_length, hop_length=params.hop_length, win_length=params.win_length,
+                     window=window, center=True)
+    length = log_mel.shape[-1] * params.hop_length
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    angles = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(log_mel.device)
+    audio = torch.istft(magnitude * angles, length=length, **stft_args)
+    for _ in range(n_iters):
+        rebuilt = torch.stft(audio, return_complex=True, pad_mode="reflect", **stft_args)[..., : magnitude.shape[-1]]
+        angles = torch.exp(1j * torch.angle(rebuilt))
+        audio = torch.istft(magnitude * angles, length=length, **stft_args)
+    peak = audio.abs().amax(dim=-1, keepdim=True).clamp(min=1e-8)
+    return audio / peak * 0.95

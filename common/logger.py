@@ -1,0 +1,138 @@
+"""Run logging: DLLogger-format JSON lines, readable stdout lines and TensorBoard, written by rank 0 only.
+
+Each JSON line looks like NVIDIA's DLLogger output, so existing parsers keep working:
+    DLLL {"timestamp": ..., "datetime": ..., "elapsedtime": ..., "type": "LOG", "step": [1, 20], "data": {...}}
+`step` is "PARAMETER" for the run's settings, a list such as [epoch] or [epoch, iteration] for measurements,
+and [] for the run summary.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime
+from pathlib import Path
+
+import torch
+
+
+def _jsonable(value):
+    if isinstance(value, torch.Tensor):
+        value = value.item() if value.numel() == 1 else value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no NaN/inf literals
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    return str(value)
+
+
+def read_dllogger_file(path: str | Path) -> list[dict]:
+    """Parse a DLLogger JSON-lines file back into records (for tests and analysis scripts)."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("DLLL "):
+            records.append(json.loads(line[len("DLLL "):]))
+    return records
+
+
+class RunLogger:
+    def __init__(self, log_file: str | Path | None, tensorboard_dir: str | Path | None = None,
+                 enabled: bool = True, quiet: bool = False):
+        self.enabled = enabled
+        self.quiet = quiet
+        self.start_time = time.time()
+        self.handle = None
+        self.tensorboard = None
+        if not enabled:
+            return
+        if log_file is not None:
+            Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+            self.handle = open(log_file, "a", buffering=1)
+        if tensorboard_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter  # imported late: tensorboard is slow to import
+
+            self.tensorboard = SummaryWriter(str(tensorboard_dir))
+
+    def _write(self, record_type: str, step, data: dict) -> None:
+        now = time.time()
+        record = {
+            "timestamp": now,
+            "datetime": datetime.now().isoformat(),
+            "elapsedtime": now - self.start_time,
+            "type": record_type,
+            "step": step,
+            "data": _jsonable(data),
+        }
+        if self.handle is not None:
+            self.handle.write("DLLL " + json.dumps(record) + "\n")
+
+    def metadata(self, metric: str, unit: str, **extra) -> None:
+        if self.enabled:
+            self._write("METADATA", "PARAMETER", {"metric": metric, "unit": unit, **extra})
+
+    def parameters(self, values: dict) -> None:
+        if self.enabled:
+            self._write("LOG", "PARAMETER", values)
+
+    def log(self, step, data: dict, echo: bool = True) -> None:
+        """step: a list like [epoch, iteration]; data: metric name -> number."""
+        if not self.enabled:
+            return
+        self._write("LOG", list(step) if isinstance(step, (list, tuple)) else step, data)
+        if echo and not self.quiet:
+            values = " ".join(f"{name}: {_format(value)}" for name, value in data.items())
+            print(f"DLL {datetime.now():%Y-%m-%d %H:%M:%S} - {step} {values}", flush=True)
+
+    def scalars(self, global_step: int, values: dict) -> None:
+        if self.tensorboard is not None:
+            for name, value in values.items():
+                self.tensorboard.add_scalar(name, float(value), global_step)
+
+    def image(self, name: str, image_hwc, global_step: int) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.add_image(name, image_hwc, global_step, dataformats="HWC")
+
+    def audio(self, name: str, audio: torch.Tensor, global_step: int, sampling_rate: int) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.add_audio(name, audio.float().cpu().clamp(-1, 1), global_step, sampling_rate)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+            self.tensorboard = None
+
+
+def _format(value) -> str:
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def plot_to_image(matrix, title: str = "", xlabel: str = "", ylabel: str = ""):
+    """Render a 2-d array (an alignment or a mel) as an RGB numpy image (H, W, 3) with matplotlib's Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    shown = axis.imshow(np.asarray(matrix), aspect="auto", origin="lower", interpolation="none")
+    figure.colorbar(shown, ax=axis)
+    axis.set_title(title)
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    figure.tight_layout()
+    figure.canvas.draw()
+    image = np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
+    plt.close(figure)
+    return image

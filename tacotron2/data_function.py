@@ -1,0 +1,87 @@
+"""Text-mel pairs for Tacotron 2: a dataset over a filelist (wavs, or mels precomputed by scripts/prepare_mels.sh)
+and the collate function that pads a batch and builds the stop-gate targets."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset
+
+from common.audio import AudioParams, MelSpectrogram, load_wav
+from common.filelist import read_filelist
+from common.text import TextProcessor
+
+
+class TextMelDataset(Dataset):
+    """Items are (token ids (T_text,), log mel (n_mels, T_mel)). Transcripts are encoded up front, so a bad line
+    fails at start-up, naming the file and line, not hours into training."""
+
+    def __init__(self, filelist: str | Path, dataset_path: str | Path, text: TextProcessor, audio: AudioParams,
+                 load_mel_from_disk: bool = False):
+        self.entries = read_filelist(filelist, dataset_path)
+        self.audio = audio
+        self.load_mel_from_disk = load_mel_from_disk
+        self.token_ids = [torch.tensor(text.encode(entry.text, source=entry.source), dtype=torch.long)
+                          for entry in self.entries]
+        self.bucket_lengths = [len(ids) for ids in self.token_ids]  # text length predicts mel length well
+        self.mel_spectrogram = MelSpectrogram(audio)
+        if load_mel_from_disk:
+            self._check_mel_params(Path(self.entries[0].path).parent / "audio_params.json")
+
+    def _check_mel_params(self, params_file: Path) -> None:
+        if params_file.is_file():
+            saved = AudioParams.from_dict(json.loads(params_file.read_text()))
+            saved.check_matches(self.audio, str(params_file), "the audio flags of this run")
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def load_mel(self, index: int) -> torch.Tensor:
+        entry = self.entries[index]
+        if self.load_mel_from_disk:
+            if not entry.path.is_file():
+                raise FileNotFoundError(f"{entry.source}: mel file not found: {entry.path}")
+            mel = torch.load(entry.path, map_location="cpu", weights_only=True)
+            if mel.dim() != 2 or mel.shape[0] != self.audio.n_mel_channels:
+                raise ValueError(f"{entry.source}: {entry.path} holds a mel of shape {tuple(mel.shape)}, "
+                                 f"expected ({self.audio.n_mel_channels}, frames)")
+            return mel.float()
+        try:
+            audio = load_wav(entry.path, self.audio.sampling_rate, min_samples=self.audio.hop_length)
+        except (FileNotFoundError, ValueError) as error:
+            raise type(error)(f"{entry.source}: {error}") from error
+        return self.mel_spectrogram(audio)[0]
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.token_ids[index], self.load_mel(index)
+
+
+class TextMelCollate:
+    """Pads a batch, longest text first. The mel length is padded up to a multiple of n_frames_per_step, and the
+    gate target is 1 from each utterance's last real frame on (the frame at which the decoder should stop)."""
+
+    def __init__(self, n_frames_per_step: int = 1):
+        self.n_frames_per_step = n_frames_per_step
+
+    def __call__(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> dict:
+        order = sorted(range(len(batch)), key=lambda i: len(batch[i][0]), reverse=True)
+        text_lengths = torch.tensor([len(batch[i][0]) for i in order], dtype=torch.long)
+        text = torch.zeros(len(batch), int(text_lengths[0]), dtype=torch.long)
+        mel_lengths = torch.tensor([batch[i][1].shape[1] for i in order], dtype=torch.long)
+        step = self.n_frames_per_step
+        max_frames = int(mel_lengths.max())
+        max_frames += (-max_frames) % step
+        n_mels = batch[0][1].shape[0]
+        mel = torch.zeros(len(batch), n_mels, max_frames)
+        gate = torch.zeros(len(batch), max_frames)
+        for row, i in enumerate(order):
+            ids, item_mel = batch[i]
+            text[row, : len(ids)] = ids
+            mel[row, :, : item_mel.shape[1]] = item_mel
+            gate[row, item_mel.shape[1] - 1:] = 1.0
+        return {"text": text, "text_lengths": text_lengths, "mel": mel, "gate": gate, "mel_lengths": mel_lengths}
+
+
+def batch_to_device(batch: dict, device: torch.device) -> dict:
+    return {name: value.to(device, non_blocking=True) for name, value in batch.items()}

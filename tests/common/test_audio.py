@@ -1,0 +1,89 @@
+import librosa
+import numpy as np
+import pytest
+import soundfile
+import torch
+
+from common.audio import AudioParams, MelSpectrogram, griffin_lim, load_wav, save_wav, slaney_mel_filterbank
+
+
+def test_filterbank_matches_librosa():
+    ours = slaney_mel_filterbank(22050, 1024, 80, 0.0, 8000.0)
+    reference = librosa.filters.mel(sr=22050, n_fft=1024, n_mels=80, fmin=0.0, fmax=8000.0)
+    np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-8)
+    ours = slaney_mel_filterbank(16000, 512, 40, 55.0, 7600.0)
+    reference = librosa.filters.mel(sr=16000, n_fft=512, n_mels=40, fmin=55.0, fmax=7600.0)
+    np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-8)
+
+
+def test_mel_spectrogram_matches_librosa_pipeline():
+    generator = torch.Generator().manual_seed(0)
+    audio = (torch.rand(22050, generator=generator) * 2 - 1) * 0.5
+    ours = MelSpectrogram()(audio)[0].numpy()
+    magnitude = np.abs(librosa.stft(audio.numpy(), n_fft=1024, hop_length=256, win_length=1024, window="hann",
+                                    center=True, pad_mode="reflect"))
+    basis = librosa.filters.mel(sr=22050, n_fft=1024, n_mels=80, fmin=0.0, fmax=8000.0)
+    reference = np.log(np.clip(basis @ magnitude, 1e-5, None))
+    assert ours.shape == (80, 1 + 22050 // 256)
+    np.testing.assert_allclose(ours, reference, atol=2e-4)
+
+
+def test_batch_and_single_mels_agree():
+    audio = torch.randn(3, 4096).clamp(-1, 1) * 0.3
+    batch = MelSpectrogram()(audio)
+    single = MelSpectrogram()(audio[1])
+    torch.testing.assert_close(batch[1:2], single)
+
+
+def test_audio_params_mismatch_names_every_difference():
+    vocoder = AudioParams(mel_fmax=7000.0, hop_length=200)
+    with pytest.raises(ValueError, match=r"hop_length: 200 \(vocoder\) vs 256 \(taco\).*mel_fmax: 7000.0"):
+        vocoder.check_matches(AudioParams(), "vocoder", "taco")
+    AudioParams().check_matches(AudioParams.from_dict(AudioParams().to_dict()), "a", "b")
+    with pytest.raises(ValueError, match="unknown audio parameters"):
+        AudioParams.from_dict({"sample_rate": 22050})
+
+
+def test_load_wav_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.wav"):
+        load_wav(tmp_path / "missing.wav", 22050)
+    path = tmp_path / "wrong_rate.wav"
+    soundfile.write(path, np.zeros(1000, dtype=np.int16), 16000, subtype="PCM_16")
+    with pytest.raises(ValueError, match=r"wrong_rate.wav: sampling rate is 16000 Hz, expected 22050"):
+        load_wav(path, 22050)
+    stereo = tmp_path / "stereo.wav"
+    soundfile.write(stereo, np.zeros((1000, 2), dtype=np.int16), 22050, subtype="PCM_16")
+    with pytest.raises(ValueError, match="stereo.wav: has 2 channels"):
+        load_wav(stereo, 22050)
+    short = tmp_path / "short.wav"
+    soundfile.write(short, np.zeros(10, dtype=np.int16), 22050, subtype="PCM_16")
+    with pytest.raises(ValueError, match="short.wav: has 10 samples"):
+        load_wav(short, 22050, min_samples=256)
+    garbage = tmp_path / "garbage.wav"
+    garbage.write_bytes(b"not a wav file at all")
+    with pytest.raises(ValueError, match="cannot read audio file .*garbage.wav"):
+        load_wav(garbage, 22050)
+
+
+def test_wav_round_trip_is_16_bit(tmp_path):
+    audio = torch.sin(torch.linspace(0, 200, 5000)) * 0.5
+    save_wav(tmp_path / "a.wav", audio, 22050)
+    assert soundfile.info(str(tmp_path / "a.wav")).subtype == "PCM_16"
+    loaded = load_wav(tmp_path / "a.wav", 22050)
+    torch.testing.assert_close(loaded, audio, atol=1 / 32768 + 1e-6, rtol=0)
+
+
+def test_griffin_lim_recovers_a_tone():
+    params = AudioParams()
+    time = torch.arange(22050) / 22050
+    tone = 0.5 * torch.sin(2 * np.pi * 440 * time)
+    mel = MelSpectrogram(params)(tone)
+    audio = griffin_lim(mel, params, n_iters=30)
+    assert audio.shape == (1, mel.shape[-1] * params.hop_length)
+    spectrum = np.abs(np.fft.rfft(audio[0, 2048:-2048].numpy()))
+    peak_hz = np.argmax(spectrum) * 22050 / (len(audio[0]) - 4096)
+    assert abs(peak_hz - 440) < 25
+    # The mel of the inverted audio is close to the mel it came from (in the bands that carry energy).
+    again = MelSpectrogram(params)(audio[0] / audio.abs().max() * tone.abs().max())
+    loud = mel[0] > mel[0].max() - 4
+    assert (again[0, :, : mel.shape[-1]][loud] - mel[0][loud]).abs().mean() < 1.0

@@ -1,0 +1,43 @@
+"""Train any model of the framework.
+
+    python train.py -m Tacotron2 -o output/ -lr 1e-3 --epochs 1501 -bs 48 -d data/LJSpeech-1.1 ...
+    torchrun --nproc-per-node 8 train.py -m WaveGlow ...        # or: python -m multiproc train.py -m WaveGlow ...
+    python train.py -m Tacotron2 --config-file configs/tacotron2_demo.json -o output/demo
+
+`python train.py -m NAME --help` lists the flags of that model.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common.arguments import add_training_args, parse_args
+from common.registry import RECIPES, get_recipe, model_name_in
+
+
+def build_parser(model_name: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Train a speech model", allow_abbrev=False)
+    parser.add_argument("-m", "--model-name", required=True, choices=list(RECIPES))
+    add_training_args(parser)
+    if model_name in RECIPES:
+        get_recipe(model_name).add_args(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    model_name = model_name_in(argv)
+    args = parse_args(build_parser(model_name), argv)
+    recipe = get_recipe(args.model_name)
+    if args.dry_run:
+        print(json.dumps({"model_name": recipe.name, "model_config": recipe.model_config(args),
+                          "args": vars(args)}, indent=2, default=str))
+        return
+    from common.trainer import Trainer
+
+    Trainer(recipe, args).train()
+
+
+if __name__ == "__main__":
+    main()

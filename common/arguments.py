@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from common.audio import add_audio_args
+from common.text import add_text_args
 
 
 def add_training_args(parser: argparse.ArgumentParser) -> None:
@@ -59,8 +60,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("dataset")
     data.add_argument("--training-files", default="filelists/ljs_audio_text_train_filelist.txt")
     data.add_argument("--validation-files", default="filelists/ljs_audio_text_val_filelist.txt")
-    data.add_argument("--text-cleaners", nargs="*", default=["english_cleaners"])
 
+    add_text_args(parser)
     add_audio_args(parser)
 
     distributed = parser.add_argument_group("distributed (launch with torchrun or python -m multiproc)")

@@ -1,0 +1,147 @@
+"""The text front-end every model shares: cleaners, then symbols, then ids.
+
+    processor = TextProcessor(["english_cleaners"])
+    ids = processor.encode("Turn left on {HH AW1 S} street.", source="filelists/train.txt:12")
+
+Text in curly braces is ARPAbet and becomes '@'-prefixed phoneme symbols. The symbol table and cleaner names travel
+in every checkpoint (`to_dict`/`from_dict`), so a model always decodes with the table it was trained with.
+Characters that are not in the table are never dropped silently: each is logged once, with the place it came from,
+and counted in `unknown_counts`; `strict=True` makes them an error instead (for checking a data set).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from collections import Counter
+from typing import Iterable, Iterator, Sequence
+
+from common.text.cleaners import CLEANERS, get_cleaner
+from common.text.symbols import ARPABET_PREFIX, SYMBOLS
+
+logger = logging.getLogger(__name__)
+
+# re.split with one capture group gives [text, arpabet, text, arpabet, ..., text].
+_ARPABET_IN_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+class TextProcessor:
+    """Turns transcripts into symbol ids and back. symbols[0] is padding: encode() never produces it."""
+
+    def __init__(self, cleaner_names: Sequence[str] = ("english_cleaners",), symbols: Sequence[str] = SYMBOLS,
+                 strict: bool = False):
+        if isinstance(cleaner_names, str):
+            cleaner_names = [cleaner_names]
+        self.cleaner_names = list(cleaner_names)
+        self.cleaners = [get_cleaner(name) for name in self.cleaner_names]
+        self.symbols = list(symbols)
+        if not self.symbols or not all(isinstance(symbol, str) and symbol for symbol in self.symbols):
+            raise ValueError("the symbol table must be a non-empty list of non-empty strings")
+        duplicates = sorted(symbol for symbol, count in Counter(self.symbols).items() if count > 1)
+        if duplicates:
+            raise ValueError(f"the symbol table lists these symbols more than once: {duplicates}")
+        # Id 0 pads batches, so no text may produce it: a "_" in a transcript is reported like any unknown character.
+        self.pad_id = 0
+        self._id_of = {symbol: i for i, symbol in enumerate(self.symbols) if i != self.pad_id}
+        self.strict = strict
+        self.unknown_counts: Counter[str] = Counter()
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self.symbols)
+
+    def clean(self, text: str) -> str:
+        """The text encode() reads: cleaned, with ARPAbet in braces kept as it is (uppercased)."""
+        parts = [part if not is_arpabet else "{" + " ".join(part) + "}" for is_arpabet, part in self._parts(text)]
+        return "".join(parts).strip()
+
+    def encode(self, text: str, source: str = "") -> list[int]:
+        """Ids of the cleaned text. `source` (say "filelists/x.txt:12") names the text in warnings and errors."""
+        where = source or f"text {text[:80]!r}"
+        if not text.strip():
+            raise ValueError(f"{where}: empty transcript")
+        symbols = self._to_symbols(text)
+        # Leading and trailing spaces carry no sound, and a trailing space is known to keep Tacotron 2 from stopping.
+        while symbols and symbols[-1].isspace():
+            symbols.pop()
+        while symbols and symbols[0].isspace():
+            symbols.pop(0)
+        unknown = Counter(symbol for symbol in symbols if symbol not in self._id_of)
+        if unknown:
+            self._report_unknown(unknown, where)
+        ids = [self._id_of[symbol] for symbol in symbols if symbol in self._id_of]
+        if not ids:
+            raise ValueError(f"{where}: transcript {text[:80]!r} encodes to no symbols")
+        return ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of the ids, padding skipped, runs of phonemes in braces: the inverse of encode() after cleaning."""
+        pieces, phonemes = [], []
+        for symbol_id in ids:
+            symbol_id = int(symbol_id)  # also takes tensors and numpy arrays
+            if not 0 <= symbol_id < self.n_symbols:
+                raise ValueError(f"symbol id {symbol_id} is outside this table of {self.n_symbols} symbols")
+            if symbol_id == self.pad_id:
+                continue
+            symbol = self.symbols[symbol_id]
+            if _is_phoneme(symbol):
+                phonemes.append(symbol[len(ARPABET_PREFIX):])
+                continue
+            if phonemes:
+                pieces.append("{" + " ".join(phonemes) + "}")
+                phonemes = []
+            pieces.append(symbol)
+        if phonemes:
+            pieces.append("{" + " ".join(phonemes) + "}")
+        return "".join(pieces)
+
+    def to_dict(self) -> dict:
+        return {"cleaners": list(self.cleaner_names), "symbols": list(self.symbols)}
+
+    @classmethod
+    def from_dict(cls, values: dict, strict: bool = False) -> "TextProcessor":
+        if set(values) != {"cleaners", "symbols"}:
+            raise ValueError(f"a text processor dict has the keys ['cleaners', 'symbols'], not {sorted(values)}")
+        return cls(values["cleaners"], values["symbols"], strict=strict)
+
+    def _parts(self, text: str) -> Iterator[tuple[bool, str | list[str]]]:
+        """(False, cleaned text) and (True, [ARPAbet phonemes]) in the order they come."""
+        for i, part in enumerate(_ARPABET_IN_BRACES.split(text)):
+            if i % 2 == 1:
+                yield True, [phoneme.upper() for phoneme in part.split()]
+            else:
+                for cleaner in self.cleaners:
+                    part = cleaner(part)
+                yield False, part
+
+    def _to_symbols(self, text: str) -> list[str]:
+        symbols = []
+        for is_arpabet, part in self._parts(text):
+            symbols += [ARPABET_PREFIX + phoneme for phoneme in part] if is_arpabet else list(part)
+        return symbols
+
+    def _report_unknown(self, unknown: Counter, where: str) -> None:
+        if self.strict:
+            listing = ", ".join(f"{_describe(symbol)} x{count}" for symbol, count in unknown.items())
+            raise ValueError(f"{where}: symbols not in the symbol table: {listing}")
+        for symbol in unknown:
+            if symbol not in self.unknown_counts:
+                logger.warning("%s: dropping %s, which is not in the symbol table (later ones are only counted, "
+                               "in TextProcessor.unknown_counts)", where, _describe(symbol))
+        self.unknown_counts.update(unknown)
+
+
+def _is_phoneme(symbol: str) -> bool:
+    return symbol.startswith(ARPABET_PREFIX) and len(symbol) > len(ARPABET_PREFIX)
+
+
+def _describe(symbol: str) -> str:
+    if len(symbol) == 1:
+        return f"character {symbol} ({symbol!r}, U+{ord(symbol):04X})"
+    return f"phoneme {symbol!r}" if _is_phoneme(symbol) else f"symbol {symbol!r}"
+
+
+def add_text_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("text")
+    group.add_argument("--text-cleaners", nargs="+", default=["english_cleaners"], choices=sorted(CLEANERS),
+                       help="cleaners applied in order before encoding")

@@ -1,0 +1,77 @@
+"""Spell out numbers, money, ordinals and years so that the models only ever see words.
+
+Follows the normalisation NVIDIA's Tacotron 2 was trained with ("1995" -> "nineteen ninety-five", no "and" inside
+numbers), with two readings made right: cents are what the digits after the point say ("$1.5" is fifty cents, not
+five), and the digits after a decimal point are read one by one ("3.14" -> "three point one four").
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+_NUMBER_WITH_COMMAS = re.compile(r"[0-9][0-9,]+[0-9]")
+_POUNDS = re.compile(r"£([0-9]+)")
+_DOLLARS = re.compile(r"\$([0-9.]*[0-9]+)")
+_DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
+_ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)
+_INTEGER = re.compile(r"[0-9]+")
+
+
+def normalize_numbers(text: str) -> str:
+    """Replace every number in text by words. The order matters: money before decimals before integers."""
+    text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
+    text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
+    text = _DOLLARS.sub(_spell_dollars, text)
+    text = _DECIMAL.sub(_spell_decimal, text)
+    text = _ORDINAL.sub(lambda match: _inflect().ordinal(_words(int(match.group(1)))), text)
+    return _INTEGER.sub(_spell_integer, text)
+
+
+def _amount(count: int, unit: str) -> str:
+    # Digits stay digits here; the integer pass spells them (and reads "$1500" as "fifteen hundred dollars").
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def _spell_dollars(match: re.Match) -> str:
+    amount = match.group(1)
+    whole, _, fraction = amount.partition(".")
+    if "." in fraction or len(fraction) > 2:  # "$1.999" or "$1.2.3": not a price in cents, read the number
+        return f"{amount} dollars"
+    dollars = int(whole or 0)
+    cents = int(fraction.ljust(2, "0")) if fraction else 0
+    parts = []
+    if dollars or not cents:
+        parts.append(_amount(dollars, "dollar"))
+    if cents:
+        parts.append(_amount(cents, "cent"))
+    return ", ".join(parts)
+
+
+def _spell_decimal(match: re.Match) -> str:
+    digits = " ".join(_words(int(digit)) for digit in match.group(2))
+    return f"{match.group(1)} point {digits}"
+
+
+def _spell_integer(match: re.Match) -> str:
+    number = int(match.group(0))
+    return _spell_year(number) if 1000 < number < 3000 else _words(number)
+
+
+def _spell_year(year: int) -> str:
+    if 2000 <= year < 2010:  # "two thousand five", not "twenty oh five"
+        return _words(year)
+    if year % 100 == 0:  # "nineteen hundred"
+        return f"{_words(year // 100)} hundred"
+    # Read as two pairs of digits: "nineteen ninety-five", "nineteen oh five".
+    return _inflect().number_to_words(year, andword="", zero="oh", group=2).replace(", ", " ")
+
+
+@functools.cache
+def _inflect():
+    import inflect  # takes about 2 s to import, so only processes that meet a number pay for it
+
+    return inflect.engine()
+
+
+def _words(number: int) -> str:
+    return _inflect().number_to_words(number, andword="")

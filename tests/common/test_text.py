@@ -1,0 +1,229 @@
+import argparse
+import json
+import logging
+import pickle
+
+import pytest
+import torch
+
+from common.text import TextProcessor, add_text_args
+from common.text.cleaners import basic_cleaners, english_cleaners, get_cleaner, transliteration_cleaners
+from common.text.numbers import normalize_numbers
+from common.text.symbols import SYMBOLS
+
+# Ids worked out by hand from the published table: 64 + position in the alphabetical CMU phoneme list.
+HH, AW1, S = 106, 82, 131
+
+
+def ids_of(text):
+    return [SYMBOLS.index(character) for character in text]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Symbols
+
+
+def test_symbol_table_matches_nvidia_ids():
+    assert len(SYMBOLS) == 148
+    assert len(set(SYMBOLS)) == 148
+    expected_ids = {"_": 0, "-": 1, "!": 2, "'": 3, "(": 4, ")": 5, ",": 6, ".": 7, ":": 8, ";": 9, "?": 10, " ": 11,
+                    "A": 12, "Z": 37, "a": 38, "z": 63, "@AA": 64, "@AA0": 65, "@AW1": AW1, "@B": 88, "@HH": HH,
+                    "@S": S, "@ZH": 147}
+    assert {symbol: SYMBOLS.index(symbol) for symbol in expected_ids} == expected_ids
+    phonemes = [symbol for symbol in SYMBOLS if symbol.startswith("@")]
+    assert len(phonemes) == 84
+    assert sum(phoneme[-1] in "012" for phoneme in phonemes) == 45  # 15 vowels x 3 stress marks
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Numbers
+
+
+@pytest.mark.parametrize("text, spoken", [
+    ("in 1995", "in nineteen ninety-five"),
+    ("in 2005", "in two thousand five"),
+    ("in 2000", "in two thousand"),
+    ("in 1900", "in nineteen hundred"),
+    ("in 1905", "in nineteen oh five"),
+    ("in 2010", "in twenty ten"),
+    ("1000 and 3000", "one thousand and three thousand"),  # outside 1000 < n < 3000: not years
+    ("the 1st and the 23rd", "the first and the twenty-third"),
+    ("the 101st", "the one hundred first"),
+    ("$1", "one dollar"),
+    ("$5", "five dollars"),
+    ("$2.50", "two dollars, fifty cents"),
+    ("$1.01", "one dollar, one cent"),
+    ("$0.05", "five cents"),
+    ("$1.5", "one dollar, fifty cents"),
+    ("$0", "zero dollars"),
+    ("£1 or £20", "one pound or twenty pounds"),
+    ("3.14", "three point one four"),
+    ("0.5", "zero point five"),
+    ("1,234,567", "one million, two hundred thirty-four thousand, five hundred sixty-seven"),
+    ("$1,000,000", "one million dollars"),
+    ("123", "one hundred twenty-three"),
+    ("42 cats", "forty-two cats"),
+])
+def test_normalize_numbers(text, spoken):
+    assert normalize_numbers(text) == spoken
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cleaners
+
+
+@pytest.mark.parametrize("text, cleaned", [
+    ("Mrs. Smith", "misess smith"), ("Mr. Smith", "mister smith"), ("Dr. Who", "doctor who"),
+    ("Drs. Who", "doctors who"), ("St. Louis", "saint louis"), ("Acme Co.", "acme company"),
+    ("John Jr.", "john junior"), ("Maj. Gen. Lee", "major general lee"),
+    ("Rev. Lt. Hon. X", "reverend lieutenant honorable x"), ("Sgt. Capt. Col. X", "sergeant captain colonel x"),
+    ("Y Esq. Z Ltd.", "y esquire z limited"), ("Ft. Worth", "fort worth"),
+])
+def test_english_cleaners_expand_abbreviations(text, cleaned):
+    assert english_cleaners(text) == cleaned
+
+
+def test_abbreviations_need_their_full_stop():
+    assert english_cleaners("the dr said st") == "the dr said st"
+
+
+def test_english_cleaners_whole_sentence():
+    text = "Dr.  Smith paid $3.50\ton   the 2nd of May, 1887."
+    spoken = "doctor smith paid three dollars, fifty cents on the second of may, eighteen eighty-seven."
+    assert english_cleaners(text) == spoken
+
+
+def test_english_cleaners_read_pounds_before_transliterating_them():
+    assert english_cleaners("It cost £3.") == "it cost three pounds."
+
+
+def test_transliteration():
+    assert english_cleaners("Café") == "cafe"
+    assert english_cleaners("Beijing (北京), THE 2ND") == "beijing (bei jing ), the second"  # lowercase after ASCII
+    assert transliteration_cleaners("  Crème   Brûlée ") == " creme brulee "
+    assert basic_cleaners("Café  AU\nlait") == "café au lait"  # no transliteration
+
+
+def test_unknown_cleaner_name_lists_the_valid_ones():
+    valid = "basic_cleaners, english_cleaners, transliteration_cleaners"
+    with pytest.raises(ValueError, match=f"'english_cleaner'.*{valid}"):
+        TextProcessor(["english_cleaner"])
+    with pytest.raises(ValueError, match="valid names"):
+        get_cleaner("nope")
+
+
+def test_cli_flag_resolves_cleaner_names():
+    parser = argparse.ArgumentParser()
+    add_text_args(parser)
+    assert parser.parse_args([]).text_cleaners == ["english_cleaners"]
+    args = parser.parse_args(["--text-cleaners", "basic_cleaners"])
+    assert TextProcessor(args.text_cleaners).cleaner_names == ["basic_cleaners"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--text-cleaners", "english"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TextProcessor
+
+
+def test_encode_decode_round_trip():
+    processor = TextProcessor()
+    ids = processor.encode("Hello, World!")
+    assert ids == ids_of("hello, world!")
+    assert processor.decode(ids) == "hello, world!"
+    assert processor.decode(torch.tensor([0] + ids + [0, 0])) == "hello, world!"  # padding is skipped
+    assert processor.n_symbols == 148
+
+
+def test_trailing_whitespace_is_stripped():
+    processor = TextProcessor()
+    assert processor.encode("  Hello there. \n") == ids_of("hello there.")
+    assert processor.clean("Hello there. \n") == "hello there."
+
+
+def test_arpabet_in_braces():
+    processor = TextProcessor()
+    ids = processor.encode("Turn left on {HH AW1 S} street.")
+    assert ids == ids_of("turn left on ") + [HH, AW1, S] + ids_of(" street.")
+    assert processor.decode(ids) == "turn left on {HH AW1 S} street."
+    assert processor.clean("On {hh aw1 s} St. now") == "on {HH AW1 S} saint now"
+    assert processor.encode(processor.decode(ids)) == ids
+
+
+def test_unknown_character_is_logged_once_with_source_and_counted(caplog):
+    processor = TextProcessor(["basic_cleaners"])  # english_cleaners would transliterate U+200B to nothing
+    with caplog.at_level(logging.WARNING, logger="common.text"):
+        ids = processor.encode('She said "hi"\u200b.', source="filelists/x.txt:12")
+        processor.encode('"Again"', source="filelists/x.txt:13")
+    assert ids == ids_of("she said hi.")
+    messages = [record.getMessage() for record in caplog.records if record.name == "common.text"]
+    assert len(messages) == 2  # one per distinct character, not per occurrence
+    quote = next(message for message in messages if "U+0022" in message)
+    assert "filelists/x.txt:12" in quote and "'\"'" in quote
+    zero_width = next(message for message in messages if "U+200B" in message)
+    assert "'\\u200b'" in zero_width
+    assert processor.unknown_counts == {'"': 4, "\u200b": 1}
+
+
+def test_characters_without_transliteration_are_reported_not_dropped(caplog):
+    processor = TextProcessor()
+    with caplog.at_level(logging.WARNING, logger="common.text"):
+        processor.encode("ok \U0001F600", source="phrases/a.txt:1")
+    assert processor.unknown_counts == {"\U0001F600": 1}
+    assert "U+1F600" in caplog.text
+
+
+def test_pad_symbol_is_never_encoded():
+    processor = TextProcessor(["basic_cleaners"])
+    assert processor.encode("a_b") == ids_of("ab")
+    assert processor.unknown_counts == {"_": 1}
+
+
+def test_unknown_phoneme_is_reported(caplog):
+    processor = TextProcessor()
+    with caplog.at_level(logging.WARNING, logger="common.text"):
+        assert processor.encode("{HH XX1}", source="s:1") == [HH]
+    assert "'@XX1'" in caplog.text and "s:1" in caplog.text
+
+
+def test_strict_mode_raises_naming_characters_and_source():
+    processor = TextProcessor(strict=True)
+    with pytest.raises(ValueError, match=r"filelists/x\.txt:3: .*'%'.*'&'"):
+        processor.encode("50% & more", source="filelists/x.txt:3")
+    assert not processor.unknown_counts
+
+
+@pytest.mark.parametrize("text", ["", "   \n", '""'])
+def test_empty_transcript_raises_naming_source(text):
+    with pytest.raises(ValueError, match=r"filelists/y\.txt:7: "):
+        TextProcessor().encode(text, source="filelists/y.txt:7")
+
+
+def test_dict_round_trip():
+    symbols = ["<pad>", *"abc ", "@HH"]
+    processor = TextProcessor(["basic_cleaners"], symbols)
+    saved = json.loads(json.dumps(processor.to_dict()))
+    assert saved == {"cleaners": ["basic_cleaners"], "symbols": symbols}
+    restored = TextProcessor.from_dict(saved)
+    assert restored.n_symbols == 6
+    assert restored.encode("Cab {hh}") == [3, 1, 2, 4, 5]
+    assert restored.decode([3, 1, 2, 4, 5, 0]) == "cab {HH}"
+    with pytest.raises(ValueError, match="keys"):
+        TextProcessor.from_dict({"cleaners": ["basic_cleaners"], "symbols": symbols, "extra": 1})
+    with pytest.raises(ValueError, match="valid names"):
+        TextProcessor.from_dict({"cleaners": ["gone_cleaners"], "symbols": symbols})
+
+
+def test_bad_symbol_tables_and_ids_are_errors():
+    with pytest.raises(ValueError, match=r"more than once: \['a'\]"):
+        TextProcessor(symbols=["_", "a", "b", "a"])
+    with pytest.raises(ValueError, match="outside this table of 148"):
+        TextProcessor().decode([12, 148])
+    with pytest.raises(ValueError, match="outside"):
+        TextProcessor().decode([-1])
+
+
+def test_processor_pickles_for_data_loader_workers():
+    processor = TextProcessor()
+    copy = pickle.loads(pickle.dumps(processor))
+    assert copy.encode("Dr. No, 1962.") == processor.encode("Dr. No, 1962.") == ids_of("doctor no, nineteen sixty-two.")

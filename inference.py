@@ -9,6 +9,7 @@ alignment_<line number><suffix>.png with --save-alignments, and the timings to t
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from contextlib import nullcontext
@@ -17,12 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.audio import AudioParams, save_wav
+from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
 from common.checkpoint import load_trained_model
+from common.layers import lengths_to_mask
 from common.logger import RunLogger, plot_to_image
 from common.registry import get_recipe
 from common.text import TextProcessor
 from common.vocoder import GriffinLimVocoder
+from tacotron2.model import alignment_health
 
 VOCODER_FLAGS = {"waveglow": "waveglow.vocoder", "wavenet": "nvwavenet.vocoder"}
 
@@ -150,6 +153,9 @@ class Synthesizer:
         self._synchronize()
         timings["tacotron2"] = time.perf_counter() - start
 
+        # Past each utterance's end the mel is silence for the vocoder (a zero log-mel would be loud).
+        valid = lengths_to_mask(mel_lengths, mel.shape[-1]).unsqueeze(1)
+        mel = mel.float().masked_fill(~valid, math.log(LOG_CLAMP_MIN))
         start = time.perf_counter()
         with self.autocast():
             audio = self.vocoder(mel)
@@ -162,8 +168,10 @@ class Synthesizer:
                   "the audio is cut off", file=sys.stderr)
         hop = self.audio_params.hop_length
         audio_lengths = mel_lengths.cpu() * hop
+        health = alignment_health(alignments, text_lengths, mel_lengths, self.tacotron2.n_frames_per_step)
         return {"mel": mel, "mel_lengths": mel_lengths.cpu(), "alignments": alignments, "audio": audio.cpu(),
-                "audio_lengths": audio_lengths, "timings": timings}
+                "audio_lengths": audio_lengths, "text_lengths": text_lengths.cpu(), "timings": timings,
+                "alignment_score": health["score"]}
 
 
 def throughput_record(result: dict, audio_params: AudioParams) -> dict:
@@ -177,7 +185,8 @@ def throughput_record(result: dict, audio_params: AudioParams) -> dict:
             "vocoder_samples_per_sec": samples / timings["vocoder"],
             "samples_per_sec": samples / timings["latency"],
             "audio_seconds": audio_seconds,
-            "real_time_factor": audio_seconds / timings["latency"]}
+            "real_time_factor": audio_seconds / timings["latency"],
+            "alignment_score": result["alignment_score"]}
 
 
 def latency_statistics(latencies: list[float]) -> dict:
@@ -231,9 +240,9 @@ def main(argv: list[str] | None = None) -> None:
             wav_path = output / f"audio_{line_number}{args.suffix}.wav"
             save_wav(wav_path, result["audio"][row, :length], synthesizer.audio_params.sampling_rate)
             if args.save_alignments:
-                frames = int(result["mel_lengths"][row])
-                alignment = result["alignments"][row, :frames, : len(batch[row][1])].float().cpu().numpy()
-                image = plot_to_image(alignment.T, title=f"line {line_number}", xlabel="decoder step",
+                steps = -(-int(result["mel_lengths"][row]) // synthesizer.tacotron2.n_frames_per_step)
+                alignment = result["alignments"][row, :steps, : int(result["text_lengths"][row])].float().cpu()
+                image = plot_to_image(alignment.numpy().T, title=f"line {line_number}", xlabel="decoder step",
                                       ylabel="encoder step")
                 import matplotlib.pyplot as plt
 

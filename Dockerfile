@@ -1,0 +1,9 @@
+# Training and inference image on NVIDIA's PyTorch container (CUDA, cuDNN, NCCL and a CUDA build of PyTorch included).
+#   scripts/docker/build.sh && scripts/docker/interactive.sh
+ARG FROM_IMAGE=nvcr.io/nvidia/pytorch:25.10-py3
+FROM ${FROM_IMAGE}
+WORKDIR /workspace/speech
+COPY requirements.txt requirements-test.txt ./
+# The container's own torch stays: requirements.txt only asks for torch>=2.4, which it satisfies.
+RUN pip install --no-cache-dir -r requirements.txt -r requirements-test.txt
+COPY . .

@@ -1,0 +1,72 @@
+"""Training throughput of any model: items/sec (mel frames for Tacotron 2, samples for vocoders) after warm-up.
+
+    python -m scripts.benchmark_training --warmup 3 --iterations 20 -- -m Tacotron2 -o /tmp/bench -bs 16 -lr 1e-3 \
+        --epochs 1 -d data/synthetic --training-files ... --validation-files ...
+
+Everything after `--` is a train.py command line. Batches cycle through the training set; nothing is saved.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
+import train
+from common.arguments import parse_args
+from common.registry import model_name_in
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] "
+                         "-- <train.py flags>")
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(description="benchmark training throughput")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--json", default=None, help="also write the result here")
+    options = parser.parse_args(argv[:split])
+    train_argv = argv[split + 1:]
+    args = parse_args(train.build_parser(model_name_in(train_argv)), train_argv)
+
+    from common.registry import get_recipe
+    from common.trainer import Trainer
+
+    trainer = Trainer(get_recipe(args.model_name), args)
+    trainer.model.train()
+    trainer.train_sampler.set_epoch(0)
+    times, items = [], []
+    batches = iter(trainer.train_loader)
+    for step in range(options.warmup + options.iterations):
+        try:
+            batch = next(batches)
+        except StopIteration:
+            batches = iter(trainer.train_loader)
+            batch = next(batches)
+        batch = trainer.recipe.batch_to_device(batch, trainer.device)
+        start = time.perf_counter()
+        _, count, _ = trainer.train_batch(batch, step, accumulate_more=False)
+        if trainer.device.type == "cuda":
+            torch.cuda.synchronize()
+        if step >= options.warmup:
+            times.append(time.perf_counter() - start)
+            items.append(count * trainer.context.world_size)
+    result = {"model": args.model_name, "device": str(trainer.device), "batch_size": args.batch_size,
+              "precision": "fp16" if args.amp else "bf16" if args.bf16 else "fp32",
+              "world_size": trainer.context.world_size, "iterations": options.iterations,
+              f"{trainer.recipe.items_unit}_per_sec": sum(items) / sum(times),
+              "iteration_time_mean": float(np.mean(times)), "iteration_time_std": float(np.std(times)),
+              "torch_threads": torch.get_num_threads()}
+    print(json.dumps(result, indent=2))
+    if options.json:
+        with open(options.json, "w") as handle:
+            json.dump(result, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()

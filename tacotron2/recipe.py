@@ -1,0 +1,76 @@
+"""How the shared trainer trains Tacotron 2: python train.py -m Tacotron2 ... (see train.py)."""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from common.audio import AudioParams
+from common.logger import plot_to_image
+from common.recipe import DataSplits, Recipe, StepOutput
+from common.text import TextProcessor
+from tacotron2.arg_parser import add_args, model_config as parser_model_config
+from tacotron2.data_function import TextMelCollate, TextMelDataset, batch_to_device
+from tacotron2.loss_function import Tacotron2Loss
+from tacotron2.model import alignment_health, build_model
+
+
+def model_config(args: argparse.Namespace) -> dict:
+    config = parser_model_config(args)
+    config["n_mel_channels"] = args.n_mel_channels  # the audio front-end decides the mel size
+    config["n_symbols"] = TextProcessor(args.text_cleaners).n_symbols
+    return config
+
+
+def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
+    text = TextProcessor(args.text_cleaners)
+    train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk)
+    validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk)
+    return DataSplits(train, validation, TextMelCollate(args.n_frames_per_step))
+
+
+_losses: dict[tuple, Tacotron2Loss] = {}
+
+
+def compute_loss(model, batch: dict, args: argparse.Namespace) -> StepOutput:
+    key = (args.guided_attn_weight, args.guided_attn_sigma, args.loss_over_padding)
+    if key not in _losses:
+        _losses[key] = Tacotron2Loss(guided_attn_weight=args.guided_attn_weight,
+                                     guided_attn_sigma=args.guided_attn_sigma,
+                                     mask_padding_in_loss=not args.loss_over_padding)
+    output = model(batch["text"], batch["text_lengths"], batch["mel"], batch["mel_lengths"])
+    losses = _losses[key](output, batch)
+    metrics = {name: value.detach() for name, value in losses.items() if name != "loss"}
+    return StepOutput(losses["loss"], int(batch["mel_lengths"].sum()), metrics)
+
+
+@torch.no_grad()
+def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
+    """Alignment health of free-running synthesis on validation texts (the real test of attention), with plots."""
+    generator = torch.Generator(device=batch["text"].device).manual_seed(args.seed)
+    max_steps = int(batch["mel_lengths"].max()) * 2 // model.n_frames_per_step + 10
+    result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator)
+    health = alignment_health(result.alignments, batch["text_lengths"], result.mel_lengths, model.n_frames_per_step)
+    first_steps = int((result.mel_lengths[0] + model.n_frames_per_step - 1) // model.n_frames_per_step)
+    alignment = result.alignments[0, :first_steps, : int(batch["text_lengths"][0])].float().cpu().numpy()
+    images = {"alignment": plot_to_image(alignment.T, "alignment (synthesis)", "decoder step", "encoder step"),
+              "mel": plot_to_image(result.mel[0, :, : int(result.mel_lengths[0])].float().cpu().numpy(),
+                                   "mel (synthesis)", "frame", "channel"),
+              "mel_target": plot_to_image(batch["mel"][0, :, : int(batch["mel_lengths"][0])].float().cpu().numpy(),
+                                          "mel (target)", "frame", "channel")}
+    scalars = {f"alignment_{name}": value for name, value in health.items()}
+    return {"scalars": scalars, "images": images}
+
+
+RECIPE = Recipe(
+    name="Tacotron2",
+    items_unit="mel_frames",
+    add_args=add_args,
+    model_config=model_config,
+    build_model=build_model,
+    build_data=build_data,
+    batch_to_device=batch_to_device,
+    compute_loss=compute_loss,
+    uses_text=True,
+    validation_report=validation_report,
+)

@@ -1,0 +1,51 @@
+"""WaveNet as the vocoder of inference.py:  python inference.py --tacotron2 T.pt --wavenet W.pt --wavenet-impl auto"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from common.audio import AudioParams
+from common.checkpoint import load_trained_model
+from common.registry import get_recipe
+from nvwavenet.incremental import generate
+from nvwavenet.model import mu_law_decode
+
+IMPLEMENTATIONS = ["auto", "cpu", "single", "dual", "persistent"]
+
+
+def add_inference_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("WaveNet vocoder")
+    group.add_argument("--wavenet-impl", default="auto", choices=IMPLEMENTATIONS,
+                       help="auto: the fastest CUDA kernel that fits on a GPU, else the CPU path")
+
+
+class WaveNetVocoder:
+    name = "wavenet"
+
+    def __init__(self, model, audio_params: AudioParams, implementation: str, seed: int):
+        self.model, self.audio_params = model, audio_params
+        self.implementation, self.seed = implementation, seed
+
+    def __call__(self, mel: torch.Tensor) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(self.seed)
+        mel = mel.to(next(self.model.parameters()).dtype)
+        if self.implementation == "cpu":
+            classes = generate(self.model, mel, generator=generator)
+        else:
+            from nvwavenet.kernels import generate_with_kernels  # the CUDA extension, built on first use
+
+            classes = generate_with_kernels(self.model, mel, implementation=self.implementation, generator=generator)
+        return mu_law_decode(classes, self.model.out_channels)
+
+
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> WaveNetVocoder:
+    model, checkpoint = load_trained_model(get_recipe("WaveNet"), path, device)
+    if not checkpoint.get("audio_params"):
+        raise ValueError(f"{path} carries no audio parameters; it is not a WaveNet checkpoint of this project")
+    implementation = args.wavenet_impl
+    if device.type != "cuda":
+        if implementation not in ("auto", "cpu"):
+            raise SystemExit(f"error: --wavenet-impl {implementation} needs a CUDA GPU; use --wavenet-impl cpu")
+        implementation = "cpu"
+    return WaveNetVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]), implementation, args.seed)

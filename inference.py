@@ -60,9 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
         add_vocoder_args = getattr(_import_optional(module), "add_inference_args", None)
         if add_vocoder_args is not None:
             add_vocoder_args(parser)
-    tacotron2_flags = parser.add_argument_group("Tacotron 2 model flags (only for published checkpoints, which "
-                                                "carry no config)")
-    get_recipe("Tacotron2").add_args(tacotron2_flags)
     return parser
 
 
@@ -104,8 +101,8 @@ class Synthesizer:
         self.args = args
         self.device = torch.device("cpu") if args.cpu or not torch.cuda.is_available() else torch.device("cuda")
         recipe = get_recipe("Tacotron2")
-        self.tacotron2, checkpoint = load_trained_model(recipe, args.tacotron2, self.device,
-                                                        published_config=recipe.model_config(args))
+        # NVIDIA's published checkpoint carries no config: it is the default architecture.
+        self.tacotron2, checkpoint = load_trained_model(recipe, args.tacotron2, self.device, published_config={})
         self.text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
         self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                              else AudioParams())

@@ -318,7 +318,7 @@ class Trainer:
                 progress.set_postfix(loss=f"{mean_loss:.4f}")
                 progress.update(1)
             if args.iters_per_checkpoint and not accumulate_more and self.iteration % args.iters_per_checkpoint == 0:
-                self.save(f"{self.epoch}_{self.batches_done_in_epoch}")
+                self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")  # epoch in progress, batches done
             iteration_start = time.perf_counter()
         if progress is not None:
             progress.close()

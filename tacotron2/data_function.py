@@ -2,6 +2,7 @@
 and the collate function that pads a batch and builds the stop-gate targets."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -11,6 +12,14 @@ from torch.utils.data import Dataset
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
 from common.text import TextProcessor
+
+
+def add_data_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Tacotron 2 data")
+    group.add_argument("--load-mel-from-disk", action="store_true",
+                       help="filelists name .pt mels made by scripts/prepare_mels.sh instead of wavs")
+    group.add_argument("--bucket-by-length", action="store_true",
+                       help="batch utterances of similar text length together (less padding, faster epochs)")
 
 
 class TextMelDataset(Dataset):
@@ -58,23 +67,16 @@ class TextMelDataset(Dataset):
 
 
 class TextMelCollate:
-    """Pads a batch, longest text first. The mel length is padded up to a multiple of n_frames_per_step, and the
-    gate target is 1 from each utterance's last real frame on (the frame at which the decoder should stop)."""
-
-    def __init__(self, n_frames_per_step: int = 1):
-        self.n_frames_per_step = n_frames_per_step
+    """Pads a batch, longest text first. The gate target is 1 from each utterance's last real frame on (the frame
+    at which the decoder should stop). With n_frames_per_step > 1 the model groups frames itself."""
 
     def __call__(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> dict:
         order = sorted(range(len(batch)), key=lambda i: len(batch[i][0]), reverse=True)
         text_lengths = torch.tensor([len(batch[i][0]) for i in order], dtype=torch.long)
-        text = torch.zeros(len(batch), int(text_lengths[0]), dtype=torch.long)
         mel_lengths = torch.tensor([batch[i][1].shape[1] for i in order], dtype=torch.long)
-        step = self.n_frames_per_step
-        max_frames = int(mel_lengths.max())
-        max_frames += (-max_frames) % step
-        n_mels = batch[0][1].shape[0]
-        mel = torch.zeros(len(batch), n_mels, max_frames)
-        gate = torch.zeros(len(batch), max_frames)
+        text = torch.zeros(len(batch), int(text_lengths[0]), dtype=torch.long)
+        mel = torch.zeros(len(batch), batch[0][1].shape[0], int(mel_lengths.max()))
+        gate = torch.zeros(len(batch), int(mel_lengths.max()))
         for row, i in enumerate(order):
             ids, item_mel = batch[i]
             text[row, : len(ids)] = ids

@@ -9,15 +9,20 @@ from common.audio import AudioParams
 from common.logger import plot_to_image
 from common.recipe import DataSplits, Recipe, StepOutput
 from common.text import TextProcessor
-from tacotron2.arg_parser import add_args, model_config as parser_model_config
-from tacotron2.data_function import TextMelCollate, TextMelDataset, batch_to_device
+from tacotron2 import arg_parser
+from tacotron2.arg_parser import loss_config
+from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import alignment_health, build_model
 
 
+def add_args(parser: argparse.ArgumentParser) -> None:
+    arg_parser.add_args(parser)
+    add_data_args(parser)
+
+
 def model_config(args: argparse.Namespace) -> dict:
-    config = parser_model_config(args)
-    config["n_mel_channels"] = args.n_mel_channels  # the audio front-end decides the mel size
+    config = arg_parser.model_config(args)
     config["n_symbols"] = TextProcessor(args.text_cleaners).n_symbols
     return config
 
@@ -26,20 +31,12 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     text = TextProcessor(args.text_cleaners)
     train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk)
     validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk)
-    return DataSplits(train, validation, TextMelCollate(args.n_frames_per_step))
-
-
-_losses: dict[tuple, Tacotron2Loss] = {}
+    return DataSplits(train, validation, TextMelCollate())
 
 
 def compute_loss(model, batch: dict, args: argparse.Namespace) -> StepOutput:
-    key = (args.guided_attn_weight, args.guided_attn_sigma, args.loss_over_padding)
-    if key not in _losses:
-        _losses[key] = Tacotron2Loss(guided_attn_weight=args.guided_attn_weight,
-                                     guided_attn_sigma=args.guided_attn_sigma,
-                                     mask_padding_in_loss=not args.loss_over_padding)
     output = model(batch["text"], batch["text_lengths"], batch["mel"], batch["mel_lengths"])
-    losses = _losses[key](output, batch)
+    losses = Tacotron2Loss(**loss_config(args))(output, batch)
     metrics = {name: value.detach() for name, value in losses.items() if name != "loss"}
     return StepOutput(losses["loss"], int(batch["mel_lengths"].sum()), metrics)
 

@@ -56,7 +56,7 @@ def test_short_training_run_loss_falls_to_pinned_values(synthetic_corpus, tmp_pa
     assert checkpoint["audio_params"]["hop_length"] == 256
 
 
-PINNED_EPOCH_LOSSES = [0.0, 0.0, 0.0]
+PINNED_EPOCH_LOSSES = [62.05451126098633, 57.26852722167969, 47.805426025390624]
 
 
 def test_resume_reproduces_the_uninterrupted_loss_curve(synthetic_corpus, tmp_path):
@@ -150,7 +150,7 @@ def test_wrong_sampling_rate_names_the_file(synthetic_corpus, tmp_path):
 
     soundfile.write(tmp_path / "fast.wav", np.zeros(4000, dtype=np.int16), 16000, subtype="PCM_16")
     filelist = write_filelist(tmp_path / "bad.txt", [f"{tmp_path / 'fast.wav'}|Hello there."] * 4)
-    with pytest.raises(ValueError, match=r"bad.txt:1: .*fast.wav: sampling rate is 16000 Hz, expected 22050"):
+    with pytest.raises(ValueError, match=r"bad.txt:\d: .*fast.wav: sampling rate is 16000 Hz, expected 22050"):
         train.main(train_args(synthetic_corpus, tmp_path / "run", "--training-files", str(filelist)))
 
 

@@ -1,0 +1,459 @@
+"""Tacotron 2 (Shen et al. 2018, "Natural TTS Synthesis by Conditioning WaveNet on Mel Spectrogram Predictions").
+
+Data flow, in the order this file reads:
+    text ids -> embedding -> Encoder (3 x conv/batch-norm/ReLU, then a bidirectional LSTM) = the attention "memory"
+    per decoder step: previous frame -> Prenet -> attention LSTM -> location-sensitive attention over the memory
+        -> decoder LSTM -> r mel frames (linear projection) and one stop logit (the "gate")
+    all frames -> Postnet (5 convolutions) -> a residual added to the mel
+
+Checkpoints. Parameter names and shapes are those of NVIDIA DeepLearningExamples' Tacotron 2, so their published
+state dict loads strictly: `model.load_state_dict(state_dict)` (after common.checkpoint strips any `module.`).
+The constructor's keyword names are their config keys, and `build_model(config_dict)` rebuilds a model from them.
+
+What differs from NVIDIA's code (all of it fixes):
+- Batches need no sorting, in training or inference, and results come back in input order. Batch size 1 works.
+- Padding never leaks into valid positions: encoder and postnet convolutions see zeros past each length, and
+  finished utterances keep decoding without touching the others. Batched inference therefore equals one-by-one
+  inference given the same prenet masks (inference draws one mask per step shared by the batch for exactly that).
+- Inference lengths follow the training gate convention: the step whose gate fires is the last one, counted
+  (NVIDIA's are one frame short). Hitting max_decoder_steps is logged per utterance and reported in the result.
+- Reduction factor r = n_frames_per_step >= 1: each decoder step emits r frames; the prenet takes the last frame of
+  the previous group, so its input is n_mel_channels wide whatever r is (identical shapes to NVIDIA's for r = 1).
+  Mel targets need no padding to a multiple of r: the model runs ceil(T / r) steps and drops the surplus frames of
+  the last group, and the gate has one logit per step (Tacotron2Loss turns per-frame gate targets into per-step ones).
+- The prenet's always-on dropout takes its masks from an optional torch.Generator (reproducible synthesis) or
+  from the caller (`prenet_masks`).
+
+Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
+`F.dropout(x, 0.5, training=True)` of their Prenet by `x * keep_mask * 2`, feeding the same boolean keep masks here
+as `prenet_masks` (forward: (2, B, steps, prenet_dim); infer: (steps, 2, B, prenet_dim)). With a batch of one (or
+texts of equal length, and equal mel lengths for forward) every output is then identical, except that infer's
+mel_lengths are one larger (the gate convention above). With padding theirs differ near the end of the shorter
+utterances, where their convolutions read the padding.
+"""
+
+import inspect
+import logging
+import math
+import warnings
+from typing import NamedTuple, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from common.layers import ConvNorm, LinearNorm, lengths_to_mask
+
+logger = logging.getLogger(__name__)
+
+
+class Linear(nn.Module):
+    """LinearNorm held under the name NVIDIA's checkpoints use (`<name>.linear_layer.weight`)."""
+
+    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, w_init_gain: str = "linear"):
+        super().__init__()
+        self.linear_layer = LinearNorm(in_dim, out_dim, bias=bias, w_init_gain=w_init_gain)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear_layer(x)
+
+
+class Conv(nn.Module):
+    """ConvNorm held under the name NVIDIA's checkpoints use (`<name>.conv.weight`)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
+                 w_init_gain: str = "linear"):
+        super().__init__()
+        self.conv = ConvNorm(in_channels, out_channels, kernel_size, bias=bias, w_init_gain=w_init_gain)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.conv(x)
+
+
+def conv_batchnorm(in_channels: int, out_channels: int, kernel_size: int, w_init_gain: str) -> nn.Sequential:
+    # A Sequential gives the checkpoint names `<i>.0.conv.weight` and `<i>.1.running_mean`.
+    return nn.Sequential(Conv(in_channels, out_channels, kernel_size, w_init_gain=w_init_gain),
+                         nn.BatchNorm1d(out_channels))
+
+
+class Encoder(nn.Module):
+    """Embedded characters -> convolutions (n-gram context) -> bidirectional LSTM = the memory attention reads."""
+
+    def __init__(self, in_dim: int, embedding_dim: int, n_convolutions: int, kernel_size: int, dropout: float = 0.5):
+        super().__init__()
+        self.dropout = dropout
+        self.convolutions = nn.ModuleList(
+            conv_batchnorm(in_dim if i == 0 else embedding_dim, embedding_dim, kernel_size, "relu")
+            for i in range(n_convolutions))
+        self.lstm = nn.LSTM(embedding_dim, embedding_dim // 2, batch_first=True, bidirectional=True)
+
+    def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
+        """(B, in_dim, T_in) embeddings -> (B, T_in, embedding_dim) memory, zero past each length."""
+        valid = lengths_to_mask(lengths, x.size(2)).unsqueeze(1)
+        for layer in self.convolutions:
+            # Zeroed padding makes an utterance's encoding independent of how much padding its batch adds.
+            x = F.dropout(F.relu(layer(x * valid)), self.dropout, self.training)
+        packed = pack_padded_sequence(x.transpose(1, 2), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        memory, _ = self.lstm(packed)
+        memory, _ = pad_packed_sequence(memory, batch_first=True, total_length=x.size(2))
+        return memory
+
+
+class Prenet(nn.Module):
+    """n_layers x (linear without bias, ReLU, dropout). The dropout is on at inference too: the paper relies on it
+    for output variation. Masks are boolean keep-masks (True = keep), one per layer, stacked in dim 0."""
+
+    def __init__(self, in_dim: int, size: int, n_layers: int = 2, dropout: float = 0.5):
+        super().__init__()
+        self.size = size
+        self.dropout = dropout
+        self.layers = nn.ModuleList(Linear(in_dim if i == 0 else size, size, bias=False) for i in range(n_layers))
+
+    def draw_keep_masks(self, leading_shape: list[int], device: torch.device,
+                        generator: Optional[torch.Generator]) -> Tensor:
+        """(n_layers, *leading_shape, size) Bernoulli(1 - dropout) masks; `generator` must live on `device`."""
+        shape = [len(self.layers)] + leading_shape + [self.size]
+        return torch.rand(shape, generator=generator, device=device) >= self.dropout
+
+    def forward(self, x: Tensor, keep_masks: Tensor) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = F.relu(layer(x)) * keep_masks[i] / (1.0 - self.dropout)
+        return x
+
+
+class LocationLayer(nn.Module):
+    """Features of where attention already went: conv over (previous, cumulative) weights, then a projection."""
+
+    def __init__(self, n_filters: int, kernel_size: int, attention_dim: int):
+        super().__init__()
+        self.location_conv = Conv(2, n_filters, kernel_size, bias=False)
+        self.location_dense = Linear(n_filters, attention_dim, bias=False, w_init_gain="tanh")
+
+    def forward(self, previous_weights: Tensor) -> Tensor:
+        """(B, 2, T_in) -> (B, T_in, attention_dim)"""
+        return self.location_dense(self.location_conv(previous_weights).transpose(1, 2))
+
+
+class LocationSensitiveAttention(nn.Module):
+    """Additive attention (Bahdanau) whose energies also see the location features (Chorowski et al. 2015)."""
+
+    def __init__(self, query_dim: int, memory_dim: int, attention_dim: int, n_filters: int, kernel_size: int):
+        super().__init__()
+        self.query_layer = Linear(query_dim, attention_dim, bias=False, w_init_gain="tanh")
+        self.memory_layer = Linear(memory_dim, attention_dim, bias=False, w_init_gain="tanh")
+        self.v = Linear(attention_dim, 1, bias=False)
+        self.location_layer = LocationLayer(n_filters, kernel_size, attention_dim)
+
+    def forward(self, query: Tensor, memory: Tensor, processed_memory: Tensor, previous_weights: Tensor,
+                padding: Tensor) -> Tuple[Tensor, Tensor]:
+        """-> context (B, memory_dim) and weights (B, T_in). processed_memory = memory_layer(memory), computed once."""
+        energies = self.v(torch.tanh(self.query_layer(query).unsqueeze(1) + self.location_layer(previous_weights)
+                                     + processed_memory)).squeeze(2)
+        weights = torch.softmax(energies.masked_fill(padding, float("-inf")), dim=1)
+        context = torch.bmm(weights.unsqueeze(1).to(memory.dtype), memory).squeeze(1)
+        return context, weights
+
+
+class DecoderState(NamedTuple):
+    attention_hidden: Tensor
+    attention_cell: Tensor
+    decoder_hidden: Tensor
+    decoder_cell: Tensor
+    attention_weights: Tensor
+    attention_weights_cum: Tensor
+    attention_context: Tensor
+
+
+class Decoder(nn.Module):
+    """Autoregressive decoder: each step reads the previous frame and attends to the memory to emit r new frames."""
+
+    def __init__(self, n_mel_channels: int, n_frames_per_step: int, encoder_embedding_dim: int, prenet_dim: int,
+                 attention_rnn_dim: int, decoder_rnn_dim: int, attention_dim: int, attention_location_n_filters: int,
+                 attention_location_kernel_size: int, p_attention_dropout: float, p_decoder_dropout: float):
+        super().__init__()
+        self.n_mel_channels = n_mel_channels
+        self.n_frames_per_step = n_frames_per_step
+        self.p_attention_dropout = p_attention_dropout
+        self.p_decoder_dropout = p_decoder_dropout
+        self.prenet = Prenet(n_mel_channels, prenet_dim)
+        self.attention_rnn = nn.LSTMCell(prenet_dim + encoder_embedding_dim, attention_rnn_dim)
+        self.attention_layer = LocationSensitiveAttention(attention_rnn_dim, encoder_embedding_dim, attention_dim,
+                                                          attention_location_n_filters, attention_location_kernel_size)
+        self.decoder_rnn = nn.LSTMCell(attention_rnn_dim + encoder_embedding_dim, decoder_rnn_dim)
+        self.linear_projection = Linear(decoder_rnn_dim + encoder_embedding_dim, n_mel_channels * n_frames_per_step)
+        self.gate_layer = Linear(decoder_rnn_dim + encoder_embedding_dim, 1, w_init_gain="sigmoid")
+
+    def initial_state(self, memory: Tensor) -> DecoderState:
+        batch, text_length = memory.size(0), memory.size(1)
+        attention = memory.new_zeros(batch, self.attention_rnn.hidden_size)
+        decoder = memory.new_zeros(batch, self.decoder_rnn.hidden_size)
+        weights = memory.new_zeros(batch, text_length)
+        return DecoderState(attention, attention, decoder, decoder, weights, weights,
+                            memory.new_zeros(batch, memory.size(2)))
+
+    def step(self, prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
+             padding: Tensor) -> Tuple[Tensor, Tensor, DecoderState]:
+        """One step -> frames (B, r, n_mel), gate logit (B,), new state (its attention_weights are this step's)."""
+        attention_hidden, attention_cell = self.attention_rnn(
+            torch.cat([prenet_output, state.attention_context], dim=1), (state.attention_hidden, state.attention_cell))
+        attention_hidden = F.dropout(attention_hidden, self.p_attention_dropout, self.training)
+
+        previous_weights = torch.stack([state.attention_weights, state.attention_weights_cum], dim=1)
+        context, weights = self.attention_layer(attention_hidden, memory, processed_memory, previous_weights, padding)
+
+        decoder_hidden, decoder_cell = self.decoder_rnn(
+            torch.cat([attention_hidden, context], dim=1), (state.decoder_hidden, state.decoder_cell))
+        decoder_hidden = F.dropout(decoder_hidden, self.p_decoder_dropout, self.training)
+
+        hidden_and_context = torch.cat([decoder_hidden, context], dim=1)
+        frames = self.linear_projection(hidden_and_context).view(-1, self.n_frames_per_step, self.n_mel_channels)
+        gate = self.gate_layer(hidden_and_context).squeeze(1)
+        state = DecoderState(attention_hidden, attention_cell, decoder_hidden, decoder_cell, weights,
+                             state.attention_weights_cum + weights, context)
+        return frames, gate, state
+
+    def forward(self, memory: Tensor, text_lengths: Tensor, mel: Tensor, prenet_masks: Optional[Tensor],
+                generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor, Tensor]:
+        """Teacher forcing: mel (B, n_mel, T) -> mel (B, n_mel, T), gate (B, steps), alignments (B, steps, T_in),
+        where steps = ceil(T / r)."""
+        batch, n_frames = mel.size(0), mel.size(2)
+        r = self.n_frames_per_step
+        n_steps = (n_frames + r - 1) // r
+        # Step s reads the last frame of group s - 1; step 0 reads an all-zero "go" frame.
+        targets = mel.transpose(1, 2)
+        inputs = torch.cat([targets.new_zeros(batch, 1, self.n_mel_channels), targets[:, r - 1::r][:, :n_steps - 1]],
+                           dim=1)
+        if prenet_masks is None:
+            prenet_masks = self.prenet.draw_keep_masks([batch, n_steps], mel.device, generator)
+        prenet_outputs = self.prenet(inputs, prenet_masks)
+
+        processed_memory = self.attention_layer.memory_layer(memory)
+        padding = ~lengths_to_mask(text_lengths, memory.size(1))
+        state = self.initial_state(memory)
+        frames, gates, alignments = [], [], []
+        for s in range(n_steps):
+            step_frames, gate, state = self.step(prenet_outputs[:, s], state, memory, processed_memory, padding)
+            frames.append(step_frames)
+            gates.append(gate)
+            alignments.append(state.attention_weights)
+        mel_out = torch.cat(frames, dim=1)[:, :n_frames].transpose(1, 2)
+        return mel_out, torch.stack(gates, dim=1), torch.stack(alignments, dim=1)
+
+    def infer(self, memory: Tensor, text_lengths: Tensor, max_steps: int, gate_threshold: float, early_stopping: bool,
+              generator: Optional[torch.Generator], prenet_masks: Optional[Tensor]
+              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Free running -> mel (B, n_mel, steps*r), per-utterance steps (B,), alignments (B, steps, T_in),
+        stopped (B,) bool: whether the gate fired before max_steps."""
+        batch = memory.size(0)
+        processed_memory = self.attention_layer.memory_layer(memory)
+        padding = ~lengths_to_mask(text_lengths, memory.size(1))
+        state = self.initial_state(memory)
+        frame = memory.new_zeros(batch, self.n_mel_channels)
+        n_steps = torch.zeros(batch, dtype=torch.long, device=memory.device)
+        stopped = torch.zeros(batch, dtype=torch.bool, device=memory.device)
+        frames, alignments = [], []
+        for s in range(max_steps):
+            # One mask for the whole batch, so an utterance's output does not depend on its batch-mates.
+            keep_masks = (prenet_masks[s] if prenet_masks is not None
+                          else self.prenet.draw_keep_masks([1], memory.device, generator))
+            step_frames, gate, state = self.step(self.prenet(frame, keep_masks), state, memory, processed_memory,
+                                                 padding)
+            frames.append(step_frames)
+            alignments.append(state.attention_weights)
+            n_steps += (~stopped).long()  # the step whose gate fires is counted: it holds the last frame
+            stopped = stopped | (torch.sigmoid(gate.float()) > gate_threshold)
+            frame = step_frames[:, -1]
+            if early_stopping and bool(stopped.all()):
+                break
+        mel = torch.cat(frames, dim=1).transpose(1, 2)
+        return mel, n_steps, torch.stack(alignments, dim=1), stopped
+
+
+class Postnet(nn.Module):
+    """Convolutions over the whole predicted mel that add a residual correction (the decoder only sees the past)."""
+
+    def __init__(self, n_mel_channels: int, embedding_dim: int, kernel_size: int, n_convolutions: int,
+                 dropout: float = 0.5):
+        super().__init__()
+        self.dropout = dropout
+        channels = [n_mel_channels] + [embedding_dim] * (n_convolutions - 1) + [n_mel_channels]
+        self.convolutions = nn.ModuleList(
+            conv_batchnorm(channels[i], channels[i + 1], kernel_size, "tanh" if i < n_convolutions - 1 else "linear")
+            for i in range(n_convolutions))
+
+    def forward(self, mel: Tensor, valid: Tensor) -> Tensor:
+        """mel (B, n_mel, T), valid (B, 1, T) bool -> residual (B, n_mel, T), zero past each length."""
+        x = mel
+        last = len(self.convolutions) - 1
+        for i, layer in enumerate(self.convolutions):
+            x = layer(x * valid)  # zeroed padding: see Encoder.forward
+            if i < last:
+                x = torch.tanh(x)
+            x = F.dropout(x, self.dropout, self.training)
+        return x * valid
+
+
+class Tacotron2Output(NamedTuple):
+    mel: Tensor  # (B, n_mel, T) decoder output, before the postnet
+    mel_postnet: Tensor  # (B, n_mel, T)
+    gate: Tensor  # (B, ceil(T / r)) stop logits, one per decoder step
+    alignments: Tensor  # (B, ceil(T / r), T_in) attention weights
+
+
+class Tacotron2Inference(NamedTuple):
+    mel: Tensor  # (B, n_mel, T_max) after the postnet, zero past each length
+    mel_lengths: Tensor  # (B,) frames, counting the frame group whose gate fired
+    alignments: Tensor  # (B, decoder steps, T_in), zero past each utterance's steps
+    hit_max_decoder_steps: Tensor  # (B,) bool: the gate never fired, the mel is cut at max_decoder_steps
+
+
+class Tacotron2(nn.Module):
+    """The whole model. Keyword names (and defaults) are NVIDIA's config keys and command-line flags."""
+
+    def __init__(self, mask_padding: bool = False, n_mel_channels: int = 80, n_symbols: int = 148,
+                 symbols_embedding_dim: int = 512, encoder_kernel_size: int = 5, encoder_n_convolutions: int = 3,
+                 encoder_embedding_dim: int = 512, attention_rnn_dim: int = 1024, attention_dim: int = 128,
+                 attention_location_n_filters: int = 32, attention_location_kernel_size: int = 31,
+                 n_frames_per_step: int = 1, decoder_rnn_dim: int = 1024, prenet_dim: int = 256,
+                 max_decoder_steps: int = 2000, gate_threshold: float = 0.5, p_attention_dropout: float = 0.1,
+                 p_decoder_dropout: float = 0.1, postnet_embedding_dim: int = 512, postnet_kernel_size: int = 5,
+                 postnet_n_convolutions: int = 5, decoder_no_early_stopping: bool = False):
+        super().__init__()
+        if n_frames_per_step < 1:
+            raise ValueError(f"n_frames_per_step must be >= 1, got {n_frames_per_step}")
+        if encoder_embedding_dim % 2:
+            raise ValueError(f"encoder_embedding_dim must be even (two LSTM directions), got {encoder_embedding_dim}")
+        if max_decoder_steps < 1:
+            raise ValueError(f"max_decoder_steps must be >= 1, got {max_decoder_steps}")
+        self.mask_padding = mask_padding
+        self.n_frames_per_step = n_frames_per_step
+        self.max_decoder_steps = max_decoder_steps
+        self.gate_threshold = gate_threshold
+        self.early_stopping = not decoder_no_early_stopping
+
+        self.embedding = nn.Embedding(n_symbols, symbols_embedding_dim)
+        bound = math.sqrt(3.0) * math.sqrt(2.0 / (n_symbols + symbols_embedding_dim))
+        nn.init.uniform_(self.embedding.weight, -bound, bound)
+        self.encoder = Encoder(symbols_embedding_dim, encoder_embedding_dim, encoder_n_convolutions,
+                               encoder_kernel_size)
+        self.decoder = Decoder(n_mel_channels, n_frames_per_step, encoder_embedding_dim, prenet_dim,
+                               attention_rnn_dim, decoder_rnn_dim, attention_dim, attention_location_n_filters,
+                               attention_location_kernel_size, p_attention_dropout, p_decoder_dropout)
+        self.postnet = Postnet(n_mel_channels, postnet_embedding_dim, postnet_kernel_size, postnet_n_convolutions)
+
+    def encode(self, text: Tensor, text_lengths: Tensor) -> Tensor:
+        """(B, T_in) zero-padded symbol ids, in any length order -> (B, T_in, encoder_embedding_dim) memory."""
+        if text.dim() != 2 or text_lengths.dim() != 1 or text_lengths.size(0) != text.size(0):
+            raise ValueError(f"text must be (B, T_in) and text_lengths (B,), got {list(text.shape)} and "
+                             f"{list(text_lengths.shape)}")
+        if bool((text_lengths < 1).any()) or bool((text_lengths > text.size(1)).any()):
+            raise ValueError(f"text_lengths must lie in [1, {text.size(1)}], got values from "
+                             f"{int(text_lengths.min())} to {int(text_lengths.max())}")
+        return self.encoder(self.embedding(text).transpose(1, 2), text_lengths)
+
+    def forward(self, text: Tensor, text_lengths: Tensor, mel: Tensor, mel_lengths: Tensor,
+                prenet_masks: Optional[Tensor] = None, generator: Optional[torch.Generator] = None
+                ) -> Tacotron2Output:
+        """Teacher-forced pass for training. mel (B, n_mel, T) zero-padded targets with mel_lengths (B,) frames.
+        prenet_masks: optional (2, B, ceil(T / r), prenet_dim) keep-masks; else drawn (from `generator` if given)."""
+        if bool((mel_lengths < 1).any()) or bool((mel_lengths > mel.size(2)).any()):
+            raise ValueError(f"mel_lengths must lie in [1, {mel.size(2)}], got values from "
+                             f"{int(mel_lengths.min())} to {int(mel_lengths.max())}")
+        memory = self.encode(text, text_lengths)
+        mel_out, gate, alignments = self.decoder(memory, text_lengths, mel, prenet_masks, generator)
+        valid = lengths_to_mask(mel_lengths, mel.size(2)).unsqueeze(1)
+        mel_postnet = mel_out + self.postnet(mel_out, valid)
+        if self.mask_padding:
+            mel_out = mel_out.masked_fill(~valid, 0.0)
+            mel_postnet = mel_postnet.masked_fill(~valid, 0.0)
+            step_lengths = (mel_lengths + self.n_frames_per_step - 1) // self.n_frames_per_step
+            gate = gate.masked_fill(~lengths_to_mask(step_lengths, gate.size(1)), 1e3)
+        return Tacotron2Output(mel_out, mel_postnet, gate, alignments)
+
+    @torch.jit.export
+    def infer(self, text: Tensor, text_lengths: Tensor, max_decoder_steps: Optional[int] = None,
+              gate_threshold: Optional[float] = None, generator: Optional[torch.Generator] = None,
+              prenet_masks: Optional[Tensor] = None) -> Tacotron2Inference:
+        """Synthesize mels for zero-padded text (B, T_in) in any length order; results are in input order.
+
+        Call model.eval() first. max_decoder_steps and gate_threshold override the constructor's for this call.
+        The prenet dropout draws its masks from `generator` (on the model's device) when given, so a seed
+        reproduces the output; or pass prenet_masks (max_decoder_steps, 2, B or 1, prenet_dim) keep-masks.
+        """
+        max_steps = self.max_decoder_steps if max_decoder_steps is None else max_decoder_steps
+        threshold = self.gate_threshold if gate_threshold is None else gate_threshold
+        if max_steps < 1:
+            raise ValueError(f"max_decoder_steps must be >= 1, got {max_steps}")
+        if prenet_masks is not None and prenet_masks.size(0) < max_steps:
+            raise ValueError(f"prenet_masks has {prenet_masks.size(0)} steps, fewer than max_decoder_steps={max_steps}")
+        with torch.no_grad():
+            memory = self.encode(text, text_lengths)
+            mel, n_steps, alignments, stopped = self.decoder.infer(
+                memory, text_lengths, max_steps, threshold, self.early_stopping, generator, prenet_masks)
+            mel_lengths = n_steps * self.n_frames_per_step
+            valid = lengths_to_mask(mel_lengths, mel.size(2)).unsqueeze(1)
+            mel = mel.masked_fill(~valid, 0.0)
+            mel_postnet = (mel + self.postnet(mel, valid)).masked_fill(~valid, 0.0)
+            alignments = alignments.masked_fill(~lengths_to_mask(n_steps, alignments.size(1)).unsqueeze(2), 0.0)
+        hit_max = ~stopped
+        for index in range(hit_max.size(0)):
+            if bool(hit_max[index]):
+                message = (f"Tacotron 2: utterance {index} of the batch reached max_decoder_steps={max_steps} "
+                           f"before its gate fired; its mel is cut there")
+                if torch.jit.is_scripting():
+                    warnings.warn(message)
+                else:
+                    logger.warning(message)
+        return Tacotron2Inference(mel_postnet, mel_lengths, alignments, hit_max)
+
+
+def build_model(config: dict) -> Tacotron2:
+    """Tacotron2 from a plain dict of constructor keywords (as saved in checkpoints); unknown keys are errors."""
+    known = inspect.signature(Tacotron2.__init__).parameters
+    unknown = sorted(set(config) - set(known))
+    if unknown:
+        raise ValueError(f"Tacotron 2 model config: unknown keys {unknown}; known keys are "
+                         f"{sorted(k for k in known if k != 'self')}")
+    return Tacotron2(**config)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Alignment health: is attention walking along the text?
+
+
+def alignment_health(alignments: Tensor, text_lengths: Tensor, mel_lengths: Tensor,
+                     n_frames_per_step: int = 1) -> dict:
+    """Batch means of how healthy attention alignments are, each a float in [0, 1].
+
+    alignments (B, decoder steps, T_in); text_lengths (B,) symbols; mel_lengths (B,) frames (decoder steps x r).
+    Per utterance, over its valid steps and symbols:
+    - monotonic: fraction of consecutive decoder steps whose most attended symbol moves forward by 0, 1 or 2,
+      rescaled so that a path jumping at random (which lands there 3 / T_in of the time) scores 0.
+    - coverage: fraction of the symbols that are the most attended one at some step (out of at most one per step).
+      A path stuck on one symbol is monotonic but covers nothing; a scattered path covers but is not monotonic.
+    - diagonality = monotonic x coverage: high only for a path that walks through the whole text in order.
+    - focus: the largest attention weight of each step, rescaled so flat attention is 0 and one-hot is 1.
+    - score = sqrt(diagonality x focus), the one number to watch.
+    A model that has learned to align scores above ~0.7 (a sharp diagonal: ~1); one that has not (flat, stuck or
+    scattered attention) below ~0.3. It typically jumps from one to the other when alignment "clicks" in training.
+    Texts of 3 symbols or fewer cannot tell a path from chance: their monotonic is 1.
+    """
+    alignments = alignments.detach().float()
+    step_lengths = (mel_lengths + n_frames_per_step - 1) // n_frames_per_step
+    totals = {"monotonic": 0.0, "coverage": 0.0, "diagonality": 0.0, "focus": 0.0, "score": 0.0}
+    for weights, n_text, n_steps in zip(alignments, text_lengths.tolist(), step_lengths.tolist()):
+        peak, position = weights[:n_steps, :n_text].max(dim=1)
+        moves = position[1:] - position[:-1]
+        monotonic = ((moves >= 0) & (moves <= 2)).float().mean().item() if n_steps > 1 else 1.0
+        chance = 3.0 / n_text
+        monotonic = max(monotonic - chance, 0.0) / (1.0 - chance) if chance < 1.0 else 1.0
+        coverage = position.unique().numel() / min(n_text, n_steps)
+        flat = 1.0 / n_text
+        focus = ((peak.mean().item() - flat) / (1.0 - flat)) if n_text > 1 else 1.0
+        focus = min(max(focus, 0.0), 1.0)
+        utterance = {"monotonic": monotonic, "coverage": coverage, "diagonality": monotonic * coverage,
+                     "focus": focus, "score": math.sqrt(monotonic * coverage * focus)}
+        for key, value in utterance.items():
+            totals[key] += value
+    return {key: value / alignments.size(0) for key, value in totals.items()}

@@ -1,0 +1,58 @@
+"""WaveGlow as the vocoder of inference.py:
+    python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --waveglow W.pt -s 0.6 -d 0.01
+NVIDIA's published waveglow256pyt_fp16 checkpoint carries no config: add --wn-channels 256 for it."""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from common.audio import AudioParams
+from common.checkpoint import load_trained_model
+from common.layers import remove_weight_norm
+from common.registry import get_recipe
+from waveglow.denoiser import BIAS_MEL_VALUES, Denoiser
+from waveglow.model import WaveGlow
+
+
+def add_inference_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("WaveGlow vocoder")
+    group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
+    group.add_argument("-d", "--denoising-strength", type=float, default=0.01, help="0 turns the denoiser off")
+    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES))
+    group.add_argument("--wn-channels", type=int, default=512, help="published checkpoints only (waveglow256: 256)")
+
+
+class WaveGlowVocoder:
+    name = "waveglow"
+
+    def __init__(self, model: WaveGlow, audio_params: AudioParams, sigma: float, denoising_strength: float,
+                 denoiser_mode: str, seed: int):
+        self.model, self.audio_params = model, audio_params
+        self.sigma, self.denoising_strength, self.seed = sigma, denoising_strength, seed
+        self.denoiser = Denoiser(model, audio_params, mode=denoiser_mode) if denoising_strength > 0 else None
+        self.dtype = next(model.parameters()).dtype
+
+    def __call__(self, mel: torch.Tensor) -> torch.Tensor:
+        generator = torch.Generator(device=mel.device).manual_seed(self.seed)
+        n_samples = mel.shape[2] * self.audio_params.hop_length
+        noise = torch.randn(mel.shape[0], self.model.groups, n_samples // self.model.groups, generator=generator,
+                            device=mel.device)
+        audio = self.model.infer(mel.to(self.dtype), sigma=self.sigma, noise=noise).float()
+        if self.denoiser is not None:
+            audio = self.denoiser(audio, strength=self.denoising_strength)
+        return audio.clamp(-1.0, 1.0)
+
+
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> WaveGlowVocoder:
+    defaults = AudioParams()
+    published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels,
+                        "hop_length": defaults.hop_length, "win_length": defaults.win_length}
+    model, checkpoint = load_trained_model(get_recipe("WaveGlow"), path, device, published_config=published_config)
+    remove_weight_norm(model)
+    if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op
+        model = model.to(torch.float16 if args.amp else torch.bfloat16)
+    audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
+                    else defaults)
+    return WaveGlowVocoder(model, audio_params, args.sigma_infer, args.denoising_strength, args.denoiser_mode,
+                           args.seed)

@@ -111,7 +111,7 @@ class Synthesizer:
         self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
                                                 f"the Tacotron 2 checkpoint {args.tacotron2}")
         use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu"
-        self.infer = torch.jit.script(self.tacotron2.inference_module()) if use_torchscript else self.tacotron2.infer
+        self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
 
     def load_vocoder(self):
         chosen = [flag for flag in VOCODER_FLAGS if getattr(self.args, flag)]
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     output.mkdir(parents=True, exist_ok=True)
     phrases = read_phrases(args.input)
     synthesizer = Synthesizer(args)
-    logger = RunLogger(output / args.log_file, quiet=args.quiet)
+    logger = RunLogger(output / args.log_file)
     logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":
                        str(synthesizer.device), "precision": str(synthesizer.dtype), "batch_size": args.batch_size})
     batches = [phrases[start:start + args.batch_size] for start in range(0, len(phrases), args.batch_size)]
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
 
     for index, batch in enumerate(batches):
         result = run(batch, args.seed + index)
-        logger.log([index], throughput_record(result, synthesizer.audio_params))
+        logger.log([index], throughput_record(result, synthesizer.audio_params), echo=not args.quiet)
         for row, (line_number, _) in enumerate(batch):
             length = int(result["audio_lengths"][row])
             wav_path = output / f"audio_{line_number}{args.suffix}.wav"

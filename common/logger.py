@@ -41,9 +41,8 @@ def read_dllogger_file(path: str | Path) -> list[dict]:
 
 class RunLogger:
     def __init__(self, log_file: str | Path | None, tensorboard_dir: str | Path | None = None,
-                 enabled: bool = True, quiet: bool = False):
+                 enabled: bool = True):
         self.enabled = enabled
-        self.quiet = quiet
         self.start_time = time.time()
         self.handle = None
         self.tensorboard = None
@@ -83,7 +82,7 @@ class RunLogger:
         if not self.enabled:
             return
         self._write("LOG", list(step) if isinstance(step, (list, tuple)) else step, data)
-        if echo and not self.quiet:
+        if echo:
             values = " ".join(f"{name}: {_format(value)}" for name, value in data.items())
             print(f"DLL {datetime.now():%Y-%m-%d %H:%M:%S} - {step} {values}", flush=True)
 

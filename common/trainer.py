@@ -170,7 +170,7 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
         self.logger = RunLogger(Path(args.output) / args.log_file, args.tensorboard_dir,
-                                enabled=self.context.is_main, quiet=args.quiet)
+                                enabled=self.context.is_main)
 
     # ---- checkpoints ------------------------------------------------------------------------------------------
 
@@ -312,7 +312,8 @@ class Trainer:
             record = {"train_loss": mean_loss, f"train_items_per_sec": totals[1].item() / iteration_time,
                       "train_iter_time": iteration_time, "lr": self.optimizer.param_groups[0]["lr"]}
             record.update({f"train_{name}": float(value) for name, value in metrics.items()})
-            self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record, echo=progress is None)
+            self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,
+                            echo=progress is None and not args.quiet)
             self.logger.scalars(self.iteration, {f"train/{name}": value for name, value in record.items()})
             if progress is not None:
                 progress.set_postfix(loss=f"{mean_loss:.4f}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 import torch
 
@@ -46,7 +47,13 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
     """Alignment health of free-running synthesis on validation texts (the real test of attention), with plots."""
     generator = torch.Generator(device=batch["text"].device).manual_seed(args.seed)
     max_steps = int(batch["mel_lengths"].max()) * 2 // model.n_frames_per_step + 10
-    result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator)
+    model_logger = logging.getLogger("tacotron2.model")
+    level = model_logger.level
+    model_logger.setLevel(logging.ERROR)  # an unaligned model hits max_decoder_steps: counted below, not warned
+    try:
+        result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator)
+    finally:
+        model_logger.setLevel(level)
     health = alignment_health(result.alignments, batch["text_lengths"], result.mel_lengths, model.n_frames_per_step)
     first_steps = int((result.mel_lengths[0] + model.n_frames_per_step - 1) // model.n_frames_per_step)
     alignment = result.alignments[0, :first_steps, : int(batch["text_lengths"][0])].float().cpu().numpy()
@@ -56,6 +63,7 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
               "mel_target": plot_to_image(batch["mel"][0, :, : int(batch["mel_lengths"][0])].float().cpu().numpy(),
                                           "mel (target)", "frame", "channel")}
     scalars = {f"alignment_{name}": value for name, value in health.items()}
+    scalars["val_stopped_by_gate"] = 1.0 - result.hit_max_decoder_steps.float().mean().item()
     return {"scalars": scalars, "images": images}
 
 

@@ -1,0 +1,140 @@
+"""inference.py end to end: wavs per line in input order, batching, TorchScript, benchmark mode and clear errors."""
+import json
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+
+import inference
+import train
+from common.audio import AudioParams
+from common.checkpoint import save_checkpoint
+from common.logger import read_dllogger_file
+
+TINY = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
+        "--attention-rnn-dim", "32", "--decoder-rnn-dim", "32", "--prenet-dim", "16", "--attention-dim", "8",
+        "--attention-location-n-filters", "4", "--attention-location-kernel-size", "5",
+        "--postnet-embedding-dim", "16", "--postnet-n-convolutions", "2", "--n-frames-per-step", "2",
+        "--max-decoder-steps", "40"]
+
+
+@pytest.fixture(scope="module")
+def tacotron2_checkpoint(synthetic_corpus, tmp_path_factory):
+    output = tmp_path_factory.mktemp("tacotron2")
+    torch.set_num_threads(1)
+    train.main(["-m", "Tacotron2", "-o", str(output), "-d", str(synthetic_corpus.dataset_dir),
+                "--training-files", str(synthetic_corpus.train_filelist),
+                "--validation-files", str(synthetic_corpus.val_filelist), "-lr", "1e-3", "-bs", "8", "--epochs", "1",
+                "--num-workers", "0", "--quiet", "--cpu", *TINY])
+    return output / "checkpoint_Tacotron2_last.pt"
+
+
+@pytest.fixture()
+def phrases(tmp_path):
+    path = tmp_path / "phrases.txt"
+    path.write_text("Hello world.\n\nA much longer sentence comes second, with a number: 42.\nShort.\n")
+    return path
+
+
+def run(args):
+    inference.main([*args, "--quiet", "--cpu", "--griffin-lim-iters", "2"])
+
+
+def test_one_wav_per_line_named_by_line_number(tacotron2_checkpoint, phrases, tmp_path):
+    out = tmp_path / "out"
+    run(["-i", str(phrases), "-o", str(out), "--tacotron2", str(tacotron2_checkpoint), "--save-alignments"])
+    assert sorted(p.name for p in out.glob("*.wav")) == ["audio_1.wav", "audio_3.wav", "audio_4.wav"]
+    assert sorted(p.name for p in out.glob("*.png")) == ["alignment_1.png", "alignment_3.png", "alignment_4.png"]
+    for wav in out.glob("*.wav"):
+        info = soundfile.info(str(wav))
+        assert info.samplerate == 22050 and info.channels == 1 and info.subtype == "PCM_16"
+        assert info.frames % 256 == 0 and info.frames > 0
+    records = [r["data"] for r in read_dllogger_file(out / "nvlog.json") if r["type"] == "LOG"
+               and isinstance(r["step"], list)]
+    assert {"tacotron2_latency", "vocoder_latency", "real_time_factor", "samples_per_sec",
+            "tacotron2_mel_frames_per_sec", "alignment_score"} <= set(records[0])
+    assert records[0]["real_time_factor"] > 0
+
+
+def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_path):
+    run(["-i", str(phrases), "-o", str(tmp_path / "batched"), "--tacotron2", str(tacotron2_checkpoint),
+         "--batch-size", "3", "--seed", "5"])
+    arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2", str(tacotron2_checkpoint),
+                                                     "--cpu"])
+    synthesizer = inference.Synthesizer(arguments)
+    texts = ["Hello world.", "A much longer sentence comes second, with a number: 42.", "Short."]
+    together = synthesizer.synthesize(texts, ["a", "b", "c"], seed=5)
+    for index, text in enumerate(texts):
+        alone = synthesizer.synthesize([text], ["x"], seed=5)
+        length = int(alone["mel_lengths"][0])
+        assert int(together["mel_lengths"][index]) == length
+        torch.testing.assert_close(together["mel"][index, :, :length], alone["mel"][0, :, :length],
+                                   atol=1e-4, rtol=1e-4)
+
+
+def test_seed_makes_inference_reproducible(tacotron2_checkpoint, phrases, tmp_path):
+    for name in ("first", "second"):
+        run(["-i", str(phrases), "-o", str(tmp_path / name), "--tacotron2", str(tacotron2_checkpoint),
+             "--seed", "11"])
+    first, _ = soundfile.read(str(tmp_path / "first" / "audio_3.wav"))
+    second, _ = soundfile.read(str(tmp_path / "second" / "audio_3.wav"))
+    np.testing.assert_array_equal(first, second)
+
+
+def test_torchscript_path_equals_eager(tacotron2_checkpoint):
+    results = {}
+    for flag in ("--torchscript", "--no-torchscript"):
+        arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
+                                                         str(tacotron2_checkpoint), "--cpu", flag])
+        results[flag] = inference.Synthesizer(arguments).synthesize(["Testing one two."], ["t"], seed=3)
+    torch.testing.assert_close(results["--torchscript"]["mel"], results["--no-torchscript"]["mel"])
+
+
+def test_benchmark_mode_reports_measured_percentiles(tacotron2_checkpoint, phrases, tmp_path):
+    out = tmp_path / "bench"
+    run(["-i", str(phrases), "-o", str(out), "--tacotron2", str(tacotron2_checkpoint), "--batch-size", "2",
+         "--benchmark-repeats", "4"])
+    summary = [r["data"] for r in read_dllogger_file(out / "nvlog.json") if r["step"] == []][0]
+    assert summary["repeats"] == 4 and summary["batch_size"] == 2
+    assert summary["latency_p50"] <= summary["latency_p90"] <= summary["latency_p99"]
+    assert summary["latency_mean"] > 0 and summary["real_time_factor"] > 0
+    assert not list(out.glob("*.wav"))
+
+
+def test_latency_statistics_are_measured_percentiles():
+    stats = inference.latency_statistics([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert stats["latency_p50"] == 3.0
+    assert stats["latency_p90"] == pytest.approx(4.0 + 0.6 * 96.0)
+    assert stats["latency_mean"] == 22.0
+
+
+def test_bad_inputs_give_clear_errors(tacotron2_checkpoint, tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(ValueError, match="empty.txt has no text"):
+        run(["-i", str(empty), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
+    with pytest.raises(FileNotFoundError, match="input file not found: .*nope.txt"):
+        run(["-i", str(tmp_path / "nope.txt"), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
+    with pytest.raises(SystemExit):
+        run(["-i", str(empty), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint), "--sigma-infr", "1"])
+    assert "unrecognized arguments: --sigma-infr" in capsys.readouterr().err
+    phrases = tmp_path / "p.txt"
+    phrases.write_text("Hello.\n")
+    save_checkpoint({"model_name": "WaveGlow", "state_dict": {}}, tmp_path / "waveglow.pt")
+    with pytest.raises(ValueError, match="is a WaveGlow checkpoint, expected Tacotron2"):
+        run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tmp_path / "waveglow.pt")])
+
+
+def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tmp_path, monkeypatch):
+    import common.vocoder
+
+    class MismatchedVocoder(common.vocoder.GriffinLimVocoder):
+        def __init__(self, audio_params, n_iters):
+            super().__init__(AudioParams(mel_fmax=7000.0), n_iters)
+
+    monkeypatch.setattr(inference, "GriffinLimVocoder", MismatchedVocoder)
+    phrases = tmp_path / "p.txt"
+    phrases.write_text("Hello.\n")
+    with pytest.raises(ValueError, match=r"mel_fmax: 7000.0 \(the vocoder .*\) vs 8000.0"):
+        run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])

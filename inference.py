@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from common.arguments import add_device_args
 from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
 from common.checkpoint import load_trained_model
 from common.layers import lengths_to_mask
@@ -39,10 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--waveglow", default=None, help="WaveGlow checkpoint (default vocoder: Griffin-Lim)")
     parser.add_argument("--wavenet", default=None, help="WaveNet checkpoint")
     parser.add_argument("--griffin-lim-iters", type=int, default=60)
-    parser.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
-    precision = parser.add_mutually_exclusive_group()
-    precision.add_argument("--amp", action="store_true", help="fp16 inference")
-    precision.add_argument("--bf16", action="store_true", help="bf16 inference")
+    add_device_args(parser)
     parser.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=None,
                         help="run Tacotron 2 through TorchScript (default: on with --cpu)")
     parser.add_argument("--seed", type=int, default=1234, help="seeds the prenet dropout and vocoder noise")

@@ -14,6 +14,14 @@ from common.audio import add_audio_args
 from common.text import add_text_args
 
 
+def add_device_args(group) -> None:
+    """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling) or --bf16: for training and inference."""
+    group.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
+    precision = group.add_mutually_exclusive_group()
+    precision.add_argument("--amp", action="store_true", help="fp16 mixed precision")
+    precision.add_argument("--bf16", action="store_true", help="bf16 mixed precision")
+
+
 def add_training_args(parser: argparse.ArgumentParser) -> None:
     general = parser.add_argument_group("run")
     general.add_argument("-o", "--output", required=True, help="directory for checkpoints and logs (created)")
@@ -34,10 +42,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
     training.add_argument("--resume-from-last", action="store_true",
                           help=f"resume from checkpoint_<model>_last.pt in --output if it exists")
-    training.add_argument("--cpu", action="store_true", help="train on the CPU even if a GPU is present")
-    precision = training.add_mutually_exclusive_group()
-    precision.add_argument("--amp", action="store_true", help="fp16 autocast with dynamic loss scaling")
-    precision.add_argument("--bf16", action="store_true", help="bf16 autocast (no loss scaling needed)")
+    add_device_args(training)
     training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
                           help="TF32 matmuls and convolutions on Ampere and newer GPUs")
     training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)

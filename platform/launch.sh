@@ -2,7 +2,7 @@
 # One parametrised launcher behind every platform/<MACHINE>_<model>_<PRECISION>_<N>NGPU_train.sh file:
 #   platform/launch.sh MACHINE MODEL PRECISION NGPU [extra train.py flags]
 #   MACHINE: DGX1 | DGXA100 | DGXH100    MODEL: tacotron2 | waveglow    PRECISION: AMP | BF16 | FP32 | TF32
-# It launches exactly NGPU processes (torchrun for NGPU > 1). Environment overrides:
+# It launches exactly NGPU processes (scripts/launch_training.sh: torchrun for NGPU > 1). Environment overrides:
 #   DATA_DIR (LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, EPOCHS, PYTHON,
 #   DRY_RUN=1 prints the launch command instead of running it.
 set -euo pipefail
@@ -13,7 +13,6 @@ if [ $# -lt 4 ]; then
 fi
 machine=$1 model=$2 precision=$3 ngpu=$4
 shift 4
-PYTHON=${PYTHON:-python}
 DATA_DIR=${DATA_DIR:-LJSpeech-1.1}
 OUTPUT_DIR=${OUTPUT_DIR:-./output}
 
@@ -55,16 +54,5 @@ case "$model" in
     *) echo "unknown model '$model' (tacotron2, waveglow)" >&2; exit 2 ;;
 esac
 
-flags=("${model_flags[@]}" -bs "${BATCH_SIZE:-$batch}" -o "$OUTPUT_DIR" -d "$DATA_DIR" --log-file nvlog.json
-       --resume-from-last "${precision_flags[@]}" "$@")
-if [ "$ngpu" -gt 1 ]; then
-    command=(torchrun --standalone --nproc-per-node "$ngpu" train.py "${flags[@]}")
-else
-    command=("$PYTHON" train.py "${flags[@]}")
-fi
-
-if [ "${DRY_RUN:-0}" = 1 ]; then  # print the command only (the tests check it with train.py's parser)
-    echo "${command[*]}"
-    exit 0
-fi
-exec "${command[@]}"
+NUM_GPUS=$ngpu exec bash scripts/launch_training.sh "${model_flags[@]}" -bs "${BATCH_SIZE:-$batch}" -o "$OUTPUT_DIR" \
+    -d "$DATA_DIR" --log-file nvlog.json --resume-from-last "${precision_flags[@]}" "$@"

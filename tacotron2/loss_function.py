@@ -100,7 +100,10 @@ class Tacotron2Loss(nn.Module):
 
     def guided_attention_loss(self, alignments: Tensor, text_lengths: Tensor | None,
                               mel_lengths: Tensor | None) -> Tensor:
-        """Mean of W * attention over the valid (step, symbol) positions; whole tensors when lengths are unknown."""
+        """The attention mass outside the diagonal band per decoder step: sum over symbols of W * attention,
+        averaged over valid decoder steps (whole tensors when lengths are unknown). It lies in [0, 1): near 0 for an
+        alignment on the diagonal, ~0.5-0.7 for flat attention, so a weight of ~1-10 is felt beside the mel loss.
+        (Tachibana et al. average over symbols too, which shrinks the term by the text length.)"""
         batch, max_steps, max_text_length = alignments.shape
         full = torch.ones(batch, dtype=torch.long, device=alignments.device)
         if text_lengths is None:
@@ -111,4 +114,4 @@ class Tacotron2Loss(nn.Module):
             step_lengths = (mel_lengths + self.n_frames_per_step - 1) // self.n_frames_per_step
         weights, valid = guided_attention_weights(text_lengths, step_lengths, max_text_length, max_steps,
                                                   self.guided_attn_sigma)
-        return (weights * alignments.float()).sum() / valid.sum().clamp(min=1)
+        return (weights * alignments.float()).sum() / valid.any(dim=2).sum().clamp(min=1)

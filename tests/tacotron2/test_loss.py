@@ -102,14 +102,14 @@ def test_guided_attention_loss_value_weight_and_logging():
     off = 1 - math.exp(-0.5 ** 2 / (2 * 0.2 ** 2))  # W at (t=0, n=1) and (t=1, n=0)
     assert Tacotron2Loss()(outputs(diagonal), batch)["guided_attn_loss"].item() == pytest.approx(0.0, abs=1e-7)
     unweighted = Tacotron2Loss()(outputs(anti_diagonal), batch)
-    assert unweighted["guided_attn_loss"].item() == pytest.approx(2 * off / 4)
+    assert unweighted["guided_attn_loss"].item() == pytest.approx(2 * off / 2)  # per decoder step
     assert not unweighted["guided_attn_loss"].requires_grad  # logged, not trained on
 
     weighted = Tacotron2Loss(guided_attn_weight=3.0)(outputs(anti_diagonal), batch)
     base = weighted["mel_loss"] + weighted["mel_postnet_loss"] + weighted["gate_loss"]
-    assert weighted["loss"].item() == pytest.approx(base.item() + 3.0 * 2 * off / 4)
+    assert weighted["loss"].item() == pytest.approx(base.item() + 3.0 * 2 * off / 2)
     weighted["loss"].backward()
-    assert anti_diagonal.grad[0, 0, 1].item() == pytest.approx(3.0 * off / 4)
+    assert anti_diagonal.grad[0, 0, 1].item() == pytest.approx(3.0 * off / 2)
 
 
 def test_mismatched_shapes_are_clear_errors(small_case):

@@ -6,7 +6,7 @@ import logging
 
 import torch
 
-from common.audio import AudioParams
+from common.audio import AudioParams, griffin_lim
 from common.logger import plot_to_image
 from common.recipe import DataSplits, Recipe, StepOutput
 from common.text import TextProcessor
@@ -62,9 +62,11 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
                                    "mel (synthesis)", "frame", "channel"),
               "mel_target": plot_to_image(batch["mel"][0, :, : int(batch["mel_lengths"][0])].float().cpu().numpy(),
                                           "mel (target)", "frame", "channel")}
+    first_frames = int(result.mel_lengths[0])
+    audio = griffin_lim(result.mel[:1, :, :first_frames].float().cpu(), AudioParams.from_args(args), n_iters=16)[0]
     scalars = {f"alignment_{name}": value for name, value in health.items()}
     scalars["val_stopped_by_gate"] = 1.0 - result.hit_max_decoder_steps.float().mean().item()
-    return {"scalars": scalars, "images": images}
+    return {"scalars": scalars, "images": images, "audio": {"synthesis_griffin_lim": audio}}
 
 
 RECIPE = Recipe(

@@ -169,3 +169,17 @@ def test_resuming_with_other_model_flags_is_refused(synthetic_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"model flags differ .*prenet_dim"):
         train.main(train_args(synthetic_corpus, tmp_path / "run", "--epochs", "2", "--resume-from-last",
                               "--prenet-dim", "16"))
+
+
+def test_tensorboard_gets_losses_learning_rate_images_and_audio(synthetic_corpus, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    torch.set_num_threads(1)
+    train.main(train_args(synthetic_corpus, tmp_path / "run", "--epochs", "1", "--tensorboard-dir",
+                          str(tmp_path / "tb")))
+    events = EventAccumulator(str(tmp_path / "tb"), size_guidance={"images": 0, "audio": 0}).Reload()
+    tags = events.Tags()
+    assert {"train/train_loss", "train/lr", "train/train_gate_loss", "validation/val_loss",
+            "validation/alignment_score"} <= set(tags["scalars"])
+    assert {"validation/alignment", "validation/mel", "validation/mel_target"} <= set(tags["images"])
+    assert "validation/synthesis_griffin_lim" in tags["audio"]

@@ -5,26 +5,36 @@ import torch
 from torch import nn
 
 
-class LinearNorm(nn.Linear):
-    """nn.Linear with Xavier-uniform weights scaled by the gain of the nonlinearity that follows."""
+class LinearNorm(nn.Module):
+    """Linear layer with Xavier-uniform weights scaled by the gain of the nonlinearity that follows. The layer sits
+    in `linear_layer`, the name NVIDIA's Tacotron 2 checkpoints use (`<name>.linear_layer.weight`)."""
 
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True, w_init_gain: str = "linear"):
-        super().__init__(in_dim, out_dim, bias=bias)
-        nn.init.xavier_uniform_(self.weight, gain=nn.init.calculate_gain(w_init_gain))
+        super().__init__()
+        self.linear_layer = nn.Linear(in_dim, out_dim, bias=bias)
+        nn.init.xavier_uniform_(self.linear_layer.weight, gain=nn.init.calculate_gain(w_init_gain))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear_layer(x)
 
 
-class ConvNorm(nn.Conv1d):
-    """nn.Conv1d with "same" padding for odd kernels and the Xavier initialisation of LinearNorm."""
+class ConvNorm(nn.Module):
+    """1-d convolution with "same" padding for odd kernels and the initialisation of LinearNorm, held in `conv`
+    (`<name>.conv.weight` in NVIDIA's checkpoints)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 1, stride: int = 1,
                  padding: int | None = None, dilation: int = 1, bias: bool = True, w_init_gain: str = "linear"):
+        super().__init__()
         if padding is None:
             if kernel_size % 2 != 1:
                 raise ValueError(f"ConvNorm needs an odd kernel size for same padding, got {kernel_size}")
             padding = dilation * (kernel_size - 1) // 2
-        super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
-                         dilation=dilation, bias=bias)
-        nn.init.xavier_uniform_(self.weight, gain=nn.init.calculate_gain(w_init_gain))
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                              dilation=dilation, bias=bias)
+        nn.init.xavier_uniform_(self.conv.weight, gain=nn.init.calculate_gain(w_init_gain))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
 
 
 def lengths_to_mask(lengths: torch.Tensor, max_length: int | None = None) -> torch.Tensor:

@@ -48,32 +48,9 @@ from common.layers import ConvNorm, LinearNorm, lengths_to_mask
 logger = logging.getLogger(__name__)
 
 
-class Linear(nn.Module):
-    """LinearNorm held under the name NVIDIA's checkpoints use (`<name>.linear_layer.weight`)."""
-
-    def __init__(self, in_dim: int, out_dim: int, bias: bool = True, w_init_gain: str = "linear"):
-        super().__init__()
-        self.linear_layer = LinearNorm(in_dim, out_dim, bias=bias, w_init_gain=w_init_gain)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.linear_layer(x)
-
-
-class Conv(nn.Module):
-    """ConvNorm held under the name NVIDIA's checkpoints use (`<name>.conv.weight`)."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True,
-                 w_init_gain: str = "linear"):
-        super().__init__()
-        self.conv = ConvNorm(in_channels, out_channels, kernel_size, bias=bias, w_init_gain=w_init_gain)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.conv(x)
-
-
 def conv_batchnorm(in_channels: int, out_channels: int, kernel_size: int, w_init_gain: str) -> nn.Sequential:
     # A Sequential gives the checkpoint names `<i>.0.conv.weight` and `<i>.1.running_mean`.
-    return nn.Sequential(Conv(in_channels, out_channels, kernel_size, w_init_gain=w_init_gain),
+    return nn.Sequential(ConvNorm(in_channels, out_channels, kernel_size, w_init_gain=w_init_gain),
                          nn.BatchNorm1d(out_channels))
 
 
@@ -108,7 +85,8 @@ class Prenet(nn.Module):
         super().__init__()
         self.size = size
         self.dropout = dropout
-        self.layers = nn.ModuleList(Linear(in_dim if i == 0 else size, size, bias=False) for i in range(n_layers))
+        self.layers = nn.ModuleList(LinearNorm(in_dim if i == 0 else size, size, bias=False)
+                                    for i in range(n_layers))
 
     def draw_keep_masks(self, leading_shape: list[int], device: torch.device,
                         generator: Optional[torch.Generator]) -> Tensor:
@@ -127,8 +105,8 @@ class LocationLayer(nn.Module):
 
     def __init__(self, n_filters: int, kernel_size: int, attention_dim: int):
         super().__init__()
-        self.location_conv = Conv(2, n_filters, kernel_size, bias=False)
-        self.location_dense = Linear(n_filters, attention_dim, bias=False, w_init_gain="tanh")
+        self.location_conv = ConvNorm(2, n_filters, kernel_size, bias=False)
+        self.location_dense = LinearNorm(n_filters, attention_dim, bias=False, w_init_gain="tanh")
 
     def forward(self, previous_weights: Tensor) -> Tensor:
         """(B, 2, T_in) -> (B, T_in, attention_dim)"""
@@ -140,9 +118,9 @@ class LocationSensitiveAttention(nn.Module):
 
     def __init__(self, query_dim: int, memory_dim: int, attention_dim: int, n_filters: int, kernel_size: int):
         super().__init__()
-        self.query_layer = Linear(query_dim, attention_dim, bias=False, w_init_gain="tanh")
-        self.memory_layer = Linear(memory_dim, attention_dim, bias=False, w_init_gain="tanh")
-        self.v = Linear(attention_dim, 1, bias=False)
+        self.query_layer = LinearNorm(query_dim, attention_dim, bias=False, w_init_gain="tanh")
+        self.memory_layer = LinearNorm(memory_dim, attention_dim, bias=False, w_init_gain="tanh")
+        self.v = LinearNorm(attention_dim, 1, bias=False)
         self.location_layer = LocationLayer(n_filters, kernel_size, attention_dim)
 
     def forward(self, query: Tensor, memory: Tensor, processed_memory: Tensor, previous_weights: Tensor,
@@ -181,8 +159,9 @@ class Decoder(nn.Module):
         self.attention_layer = LocationSensitiveAttention(attention_rnn_dim, encoder_embedding_dim, attention_dim,
                                                           attention_location_n_filters, attention_location_kernel_size)
         self.decoder_rnn = nn.LSTMCell(attention_rnn_dim + encoder_embedding_dim, decoder_rnn_dim)
-        self.linear_projection = Linear(decoder_rnn_dim + encoder_embedding_dim, n_mel_channels * n_frames_per_step)
-        self.gate_layer = Linear(decoder_rnn_dim + encoder_embedding_dim, 1, w_init_gain="sigmoid")
+        self.linear_projection = LinearNorm(decoder_rnn_dim + encoder_embedding_dim,
+                                            n_mel_channels * n_frames_per_step)
+        self.gate_layer = LinearNorm(decoder_rnn_dim + encoder_embedding_dim, 1, w_init_gain="sigmoid")
 
     def initial_state(self, memory: Tensor) -> DecoderState:
         batch, text_length = memory.size(0), memory.size(1)

@@ -36,7 +36,8 @@ def choose_device(force_cpu: bool, local_rank: int = 0) -> torch.device:
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
-def init_distributed(force_cpu: bool = False, backend: str | None = None, timeout_minutes: float = 30) -> DistributedContext:
+def init_distributed(force_cpu: bool = False, backend: str | None = None,
+                     timeout_minutes: float = 30) -> DistributedContext:
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     world_size = int(os.environ.get("WORLD_SIZE", 1))

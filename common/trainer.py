@@ -23,7 +23,8 @@ from torch.utils.data import DataLoader
 
 from common import checkpoint as ckpt
 from common.audio import AudioParams
-from common.distributed import DistributedContext, all_gather_objects, all_reduce_sum, barrier, init_distributed, shutdown
+from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, barrier, init_distributed,
+                                shutdown)
 from common.logger import RunLogger
 from common.recipe import Recipe
 from common.sampler import EpochBatchSampler

@@ -117,7 +117,8 @@ def test_bad_inputs_give_clear_errors(tacotron2_checkpoint, tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="input file not found: .*nope.txt"):
         run(["-i", str(tmp_path / "nope.txt"), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
     with pytest.raises(SystemExit):
-        run(["-i", str(empty), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint), "--sigma-infr", "1"])
+        run(["-i", str(empty), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint),
+             "--sigma-infr", "1"])
     assert "unrecognized arguments: --sigma-infr" in capsys.readouterr().err
     phrases = tmp_path / "p.txt"
     phrases.write_text("Hello.\n")

@@ -1,0 +1,79 @@
+"""WaveGlow through train.py on the synthetic corpus, and the Tacotron 2 + WaveGlow pipeline through inference.py."""
+import pytest
+import soundfile
+import torch
+
+import inference
+import train
+from common.logger import read_dllogger_file
+
+TINY_WAVEGLOW = ["--flows", "4", "--early-every", "2", "--early-size", "2", "--wn-channels", "16", "--wn-layers", "2",
+                 "--segment-length", "2048"]
+TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
+                  "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
+                  "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",
+                  "--postnet-embedding-dim", "8", "--postnet-n-convolutions", "1", "--max-decoder-steps", "30"]
+
+
+def common_args(corpus, output, model, *extra):
+    return ["-m", model, "-o", str(output), "-d", str(corpus.dataset_dir),
+            "--training-files", str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist),
+            "-bs", "4", "--num-workers", "0", "--quiet", "--cpu", "--seed", "3", *extra]
+
+
+def waveglow_args(corpus, output, *extra):
+    return common_args(corpus, output, "WaveGlow", "-lr", "1e-3", "--weight-decay", "0", *TINY_WAVEGLOW, *extra)
+
+
+def losses(log_file, depth):
+    return [r["data"]["train_loss"] for r in read_dllogger_file(log_file)
+            if isinstance(r["step"], list) and len(r["step"]) == depth and "train_loss" in r["data"]]
+
+
+def test_waveglow_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "straight", "--epochs", "3"))
+    epoch_losses = losses(tmp_path / "straight" / "nvlog.json", 1)
+    assert epoch_losses[0] > epoch_losses[1] > epoch_losses[2]
+    assert epoch_losses == pytest.approx(PINNED_WAVEGLOW_EPOCH_LOSSES, rel=1e-3, abs=1e-3)
+
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "2"))
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "3", "--resume-from-last"))
+    assert losses(tmp_path / "stopped" / "nvlog.json", 2) == losses(tmp_path / "straight" / "nvlog.json", 2)
+
+
+PINNED_WAVEGLOW_EPOCH_LOSSES = [-0.0536837222520262, -0.2795039087533951, -0.5400934457778931]
+
+
+@pytest.fixture(scope="module")
+def trained_pair(synthetic_corpus, tmp_path_factory):
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("pair")
+    train.main(waveglow_args(synthetic_corpus, folder / "waveglow", "--epochs", "1"))
+    train.main(common_args(synthetic_corpus, folder / "tacotron2", "Tacotron2", "-lr", "1e-3", "--epochs", "1",
+                           *TINY_TACOTRON2))
+    train.main(waveglow_args(synthetic_corpus, folder / "waveglow_7k", "--epochs", "1", "--mel-fmax", "7000"))
+    return folder
+
+
+def test_text_to_wav_with_waveglow_and_denoiser(trained_pair, tmp_path):
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_text("Hello there.\nThe second line.\n")
+    inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet",
+                    "--tacotron2", str(trained_pair / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
+                    "--waveglow", str(trained_pair / "waveglow" / "checkpoint_WaveGlow_last.pt"), "-s", "0.6",
+                    "-d", "0.01"])
+    for line in (1, 2):
+        audio, rate = soundfile.read(str(tmp_path / "out" / f"audio_{line}.wav"))
+        assert rate == 22050 and len(audio) % 256 == 0 and len(audio) > 0
+    record = [r["data"] for r in read_dllogger_file(tmp_path / "out" / "nvlog.json") if r["step"] == [0]][0]
+    assert record["vocoder_latency"] > 0 and record["vocoder_samples_per_sec"] > 0
+
+
+def test_waveglow_with_other_mel_parameters_is_refused(trained_pair, tmp_path):
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_text("Hello there.\n")
+    with pytest.raises(ValueError, match=r"mel_fmax: 7000.0 \(the vocoder \(waveglow\)\) vs 8000.0"):
+        inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet",
+                        "--tacotron2", str(trained_pair / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
+                        "--waveglow", str(trained_pair / "waveglow_7k" / "checkpoint_WaveGlow_last.pt")])

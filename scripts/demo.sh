@@ -20,4 +20,4 @@ fi
 "$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments \
     --tacotron2 "$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
 "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" --inference-log "$OUTPUT_DIR/wavs/nvlog.json" \
-    --wavs "$OUTPUT_DIR/wavs" --seconds $(( $(date +%s) - start ))
+    --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))

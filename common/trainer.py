@@ -310,7 +310,7 @@ class Trainer:
             if math.isfinite(mean_loss):
                 self.epoch_sums += torch.tensor([mean_loss, 1.0, totals[1].item()], dtype=torch.float64)
             self.batches_done_in_epoch += 1
-            record = {"train_loss": mean_loss, f"train_items_per_sec": totals[1].item() / iteration_time,
+            record = {"train_loss": mean_loss, "train_items_per_sec": totals[1].item() / iteration_time,
                       "train_iter_time": iteration_time, "lr": self.optimizer.param_groups[0]["lr"]}
             record.update({f"train_{name}": float(value) for name, value in metrics.items()})
             self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,

@@ -18,20 +18,29 @@ class LinearNorm(nn.Module):
         return self.linear_layer(x)
 
 
+def xavier_conv1d(in_channels: int, out_channels: int, kernel_size: int = 1, stride: int = 1,
+                  padding: int | None = None, dilation: int = 1, bias: bool = True,
+                  w_init_gain: str = "linear") -> nn.Conv1d:
+    """nn.Conv1d with "same" padding for odd kernels (unless padding is given) and Xavier-uniform weights scaled by
+    the gain of the nonlinearity that follows."""
+    if padding is None:
+        if kernel_size % 2 != 1:
+            raise ValueError(f"a same-padded convolution needs an odd kernel size, got {kernel_size}")
+        padding = dilation * (kernel_size - 1) // 2
+    conv = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
+                     bias=bias)
+    nn.init.xavier_uniform_(conv.weight, gain=nn.init.calculate_gain(w_init_gain))
+    return conv
+
+
 class ConvNorm(nn.Module):
-    """1-d convolution with "same" padding for odd kernels and the initialisation of LinearNorm, held in `conv`
-    (`<name>.conv.weight` in NVIDIA's checkpoints)."""
+    """xavier_conv1d held in `conv`, the name NVIDIA's Tacotron 2 checkpoints use (`<name>.conv.weight`)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 1, stride: int = 1,
                  padding: int | None = None, dilation: int = 1, bias: bool = True, w_init_gain: str = "linear"):
         super().__init__()
-        if padding is None:
-            if kernel_size % 2 != 1:
-                raise ValueError(f"ConvNorm needs an odd kernel size for same padding, got {kernel_size}")
-            padding = dilation * (kernel_size - 1) // 2
-        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
-                              dilation=dilation, bias=bias)
-        nn.init.xavier_uniform_(self.conv.weight, gain=nn.init.calculate_gain(w_init_gain))
+        self.conv = xavier_conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation, bias,
+                                  w_init_gain)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x)

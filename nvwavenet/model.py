@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from common.layers import ConvNorm
+from common.layers import xavier_conv1d
 
 UPSAMPLING_MODES = ("transposed-conv", "repeat")
 
@@ -83,10 +83,10 @@ class GatedResidualLayer(nn.Module):
     def __init__(self, residual_channels: int, skip_channels: int, dilation: int, has_residual: bool):
         super().__init__()
         self.dilation = dilation
-        self.dilated_conv = ConvNorm(residual_channels, 2 * residual_channels, kernel_size=2, padding=0,
+        self.dilated_conv = xavier_conv1d(residual_channels, 2 * residual_channels, kernel_size=2, padding=0,
                                      dilation=dilation, w_init_gain="tanh")
-        self.res_conv = ConvNorm(residual_channels, residual_channels) if has_residual else None
-        self.skip_conv = ConvNorm(residual_channels, skip_channels, w_init_gain="relu")
+        self.res_conv = xavier_conv1d(residual_channels, residual_channels) if has_residual else None
+        self.skip_conv = xavier_conv1d(residual_channels, skip_channels, w_init_gain="relu")
 
     def forward(self, x: torch.Tensor, conditioning: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, R, T), conditioning (B, 2R, T) -> (next layer's x, this layer's skip contribution (B, S, T))."""
@@ -131,7 +131,7 @@ class WaveNet(nn.Module):
                                  f"hop_length {hop_length}, or some samples would get no mel frame")
             self.upsample = nn.ConvTranspose1d(n_mel_channels, n_mel_channels, self.upsample_window,
                                                stride=hop_length, bias=False)
-        self.conditioning = ConvNorm(n_mel_channels, 2 * residual_channels * n_layers, bias=False,
+        self.conditioning = xavier_conv1d(n_mel_channels, 2 * residual_channels * n_layers, bias=False,
                                      w_init_gain="tanh")
         # 3. Two embedding tables = the two taps of a causal conv on one-hot samples. Std 0.5 keeps their sum
         # (std ~0.7) mostly inside tanh's linear range.
@@ -145,8 +145,8 @@ class WaveNet(nn.Module):
             for index, dilation in enumerate(self.dilations)
         )
         # 5. Output stack.
-        self.skip_to_hidden = ConvNorm(skip_channels, out_channels, w_init_gain="relu")
-        self.hidden_to_logits = ConvNorm(out_channels, out_channels)
+        self.skip_to_hidden = xavier_conv1d(skip_channels, out_channels, w_init_gain="relu")
+        self.hidden_to_logits = xavier_conv1d(out_channels, out_channels)
 
     # 1. mel (B, n_mel, frames) -> (B, n_mel, frames * hop): sample t is driven mainly by frame t // hop.
     def upsample_mel(self, mel: torch.Tensor) -> torch.Tensor:

@@ -23,19 +23,21 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
 class WaveNetVocoder:
     name = "wavenet"
 
-    def __init__(self, model, audio_params: AudioParams, implementation: str, seed: int):
+    def __init__(self, model, audio_params: AudioParams, implementation: str, precision: str, seed: int):
         self.model, self.audio_params = model, audio_params
         self.implementation, self.seed = implementation, seed
+        self.kernels = None
+        if implementation != "cpu":
+            from nvwavenet.kernels import KernelVocoder  # the CUDA extension, built on first use
+
+            self.kernels = KernelVocoder(model, precision=precision)
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
-        generator = torch.Generator().manual_seed(self.seed)
-        mel = mel.to(next(self.model.parameters()).dtype)
-        if self.implementation == "cpu":
-            classes = generate(self.model, mel, generator=generator)
+        generator = torch.Generator().manual_seed(self.seed)  # CPU uniforms, the same for every implementation
+        if self.kernels is None:
+            classes = generate(self.model, mel.to(next(self.model.parameters()).dtype), generator=generator)
         else:
-            from nvwavenet.kernels import generate_with_kernels  # the CUDA extension, built on first use
-
-            classes = generate_with_kernels(self.model, mel, implementation=self.implementation, generator=generator)
+            classes = self.kernels.generate_classes(mel, self.implementation, generator=generator)
         return mu_law_decode(classes, self.model.out_channels)
 
 
@@ -48,4 +50,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> W
         if implementation not in ("auto", "cpu"):
             raise SystemExit(f"error: --wavenet-impl {implementation} needs a CUDA GPU; use --wavenet-impl cpu")
         implementation = "cpu"
-    return WaveNetVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]), implementation, args.seed)
+    precision = "fp16" if args.amp or args.bf16 else "fp32"  # the kernels keep fp16 weights with fp32 arithmetic
+    return WaveNetVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]), implementation, precision,
+                          args.seed)

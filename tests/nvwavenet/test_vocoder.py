@@ -1,0 +1,39 @@
+"""WaveNet as the vocoder of inference.py (CPU path): text -> Tacotron 2 -> WaveNet -> wav."""
+import pytest
+import soundfile
+import torch
+
+import inference
+import train
+
+TINY_WAVENET = ["--residual-channels", "8", "--skip-channels", "16", "--out-channels", "256", "--n-layers", "4",
+                "--max-dilation", "4", "--segment-length", "1024"]
+TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
+                  "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
+                  "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",
+                  "--postnet-embedding-dim", "8", "--postnet-n-convolutions", "1"]
+
+
+def run_training(corpus, output, model, *extra):
+    train.main(["-m", model, "-o", str(output), "-d", str(corpus.dataset_dir), "--training-files",
+                str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist), "-bs", "4",
+                "--num-workers", "0", "--quiet", "--cpu", "-lr", "1e-3", "--epochs", "1", *extra])
+
+
+def test_text_to_wav_with_the_wavenet_cpu_path(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    run_training(synthetic_corpus, tmp_path / "wavenet", "WaveNet", *TINY_WAVENET)
+    run_training(synthetic_corpus, tmp_path / "tacotron2", "Tacotron2", *TINY_TACOTRON2)
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_text("Hi.\n")
+    arguments = ["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet", "--max-decoder-steps", "4",
+                 "--tacotron2", str(tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
+                 "--wavenet", str(tmp_path / "wavenet" / "checkpoint_WaveNet_last.pt")]
+    inference.main(arguments)
+    first, rate = soundfile.read(str(tmp_path / "out" / "audio_1.wav"))
+    assert rate == 22050 and len(first) == 4 * 256
+    inference.main(arguments[:3] + [str(tmp_path / "again")] + arguments[4:])
+    again, _ = soundfile.read(str(tmp_path / "again" / "audio_1.wav"))
+    assert (first == again).all()  # --seed fixes the sampling
+    with pytest.raises(SystemExit, match="--wavenet-impl persistent needs a CUDA GPU"):
+        inference.main(arguments + ["--wavenet-impl", "persistent"])

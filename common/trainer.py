@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -387,7 +388,8 @@ class Trainer:
                   f"{self.device}, global batch {self.args.batch_size * self.context.world_size}", flush=True)
 
     def _progress_bar(self, total: int):
-        if self.args.quiet or not self.context.is_main:
+        """A tqdm bar on a terminal; in a log file (no terminal) per-iteration DLL lines instead."""
+        if self.args.quiet or not self.context.is_main or not sys.stderr.isatty():
             return None
         from tqdm import tqdm
 

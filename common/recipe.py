@@ -45,3 +45,12 @@ class Recipe:
     # Optional: (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
     # "audio": {...}} for the log and TensorBoard (e.g. Tacotron 2's alignment-health score and plots).
     validation_report: Callable[[nn.Module, Any, argparse.Namespace], dict] | None = None
+    # Optional, for models with several optimizers (HiFi-GAN's generator and discriminators):
+    # build_optimizers(model, args) -> {name: optimizer} (default: one Adam named "model"), and
+    # train_step(model, batch, args, trainer) -> StepOutput, which runs its forward passes under
+    # `with trainer.autocast():` and calls trainer.backward_and_step(loss, name) for each optimizer in turn.
+    build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
+    train_step: Callable[[nn.Module, Any, argparse.Namespace, Any], StepOutput] | None = None
+    # Optional: the learning-rate schedule (default: EpochAnnealSchedule from --learning-rate, --anneal-steps and
+    # --anneal-factor); any object with lr_at(epoch, step) and state_dict(), e.g. WarmupPolynomialSchedule.
+    lr_schedule: Callable[[argparse.Namespace], Any] | None = None

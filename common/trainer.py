@@ -3,7 +3,7 @@
 What it does, in order: set up devices, precision and torch.distributed; seed; build the model, data and optimizer;
 resume if asked; then for each epoch train (autocast, loss scaling, gradient accumulation and clipping, skipping
 non-finite steps), validate, log and checkpoint. A resumed run reproduces the loss curve of an uninterrupted one:
-the checkpoint holds the model, optimizer, scaler, epoch, step, position in the epoch, running epoch sums and the
+the checkpoint holds the model, optimizers, scaler, epoch, step, position in the epoch, running epoch sums and the
 RNG states of every rank, and the data order is a function of (seed, epoch) alone.
 """
 from __future__ import annotations
@@ -141,10 +141,16 @@ class Trainer:
         if not args.disable_uniform_initialize_bn_weight:
             initialize_batchnorm_uniform(model)
         self.model = model.to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=args.learning_rate,
-                                          weight_decay=args.weight_decay)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=args.amp)
-        self.schedule = EpochAnnealSchedule(args.learning_rate, args.anneal_steps, args.anneal_factor)
+        if recipe.build_optimizers is not None:
+            self.optimizers = recipe.build_optimizers(self.model, args)
+        else:
+            self.optimizers = {"model": torch.optim.Adam(self.model.parameters(), lr=args.learning_rate,
+                                                         weight_decay=args.weight_decay)}
+        if recipe.train_step is not None and args.grad_accumulation != 1:
+            raise ValueError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=args.amp)  # one scaler serves every optimizer
+        self.schedule = (recipe.lr_schedule(args) if recipe.lr_schedule is not None
+                         else EpochAnnealSchedule(args.learning_rate, args.anneal_steps, args.anneal_factor))
 
         self.data = recipe.build_data(args, self.audio_params)
         self.train_sampler = EpochBatchSampler(
@@ -185,7 +191,7 @@ class Trainer:
             "audio_params": self.audio_params.to_dict(),
             "text": self.text.to_dict() if self.text is not None else None,
             "state_dict": unwrap(self.model).state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizers": {name: optimizer.state_dict() for name, optimizer in self.optimizers.items()},
             "scaler": self.scaler.state_dict(),
             "lr_schedule": self.schedule.state_dict(),
             "epoch": self.epoch,
@@ -210,7 +216,7 @@ class Trainer:
 
     def restore(self, path: Path) -> None:
         state = ckpt.load_checkpoint(path, expected_model=self.recipe.name)
-        for key in ("model_config", "audio_params", "optimizer", "epoch", "iteration", "rng_states"):
+        for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
             if key not in state:
                 raise ValueError(f"{path} is not a training checkpoint of this project (no '{key}'); "
                                  "to start from its weights use it for inference or fine-tuning instead")
@@ -220,7 +226,11 @@ class Trainer:
             raise ValueError(f"cannot resume from {path}: model flags differ from the checkpoint's in {changed}")
         AudioParams.from_dict(state["audio_params"]).check_matches(self.audio_params, str(path), "this run's flags")
         ckpt.load_model_state(self.model, ckpt.model_state_from_checkpoint(state), str(path))
-        self.optimizer.load_state_dict(state["optimizer"])
+        if sorted(state["optimizers"]) != sorted(self.optimizers):
+            raise ValueError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
+                             f"{sorted(self.optimizers)}")
+        for name, optimizer in self.optimizers.items():
+            optimizer.load_state_dict(state["optimizers"][name])
         self.scaler.load_state_dict(state["scaler"])
         self.epoch, self.iteration = state["epoch"], state["iteration"]
         self.batches_done_in_epoch = state["batches_done_in_epoch"]
@@ -237,33 +247,67 @@ class Trainer:
 
     # ---- one optimizer step ------------------------------------------------------------------------------------
 
+    def all_ranks_finite(self, loss: torch.Tensor) -> bool:
+        # Every rank must agree to skip, or DDP's collectives would hang.
+        finite = all_reduce_sum(torch.tensor(float(torch.isfinite(loss.detach()).item()), device=self.device))
+        return finite.item() == self.context.world_size
+
+    def step_optimizer(self, name: str) -> torch.Tensor:
+        """Unscale, clip and apply the gradients of one optimizer; returns the gradient norm before clipping."""
+        optimizer = self.optimizers[name]
+        self.scaler.unscale_(optimizer)
+        parameters = [p for group in optimizer.param_groups for p in group["params"]]
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
+        self.scaler.step(optimizer)
+        optimizer.zero_grad(set_to_none=True)
+        return grad_norm.detach()
+
+    def backward_and_step(self, loss: torch.Tensor, name: str) -> bool:
+        """For a recipe's own train_step: backward of `loss` and a step of optimizer `name`, unless the loss is
+        not finite on some rank (then the step is skipped and counted). Returns whether it stepped."""
+        # Gradients left on these parameters by another loss's backward (the generator's loss runs through the
+        # discriminator) must not leak into this step.
+        self.optimizers[name].zero_grad(set_to_none=True)
+        if not self.all_ranks_finite(loss):
+            self.skipped_steps += 1
+            return False
+        self.scaler.scale(loss).backward()
+        self.grad_norms[name] = self.step_optimizer(name)
+        return True
+
     def train_batch(self, batch, batch_index: int, accumulate_more: bool) -> tuple[torch.Tensor, int, dict]:
-        """Forward and backward of one batch; steps the optimizer unless more batches are to be accumulated."""
+        """Forward and backward of one batch; steps the optimizer(s) unless more batches are to be accumulated."""
         args = self.args
-        sync = self.model.no_sync() if accumulate_more and self.context.is_distributed else nullcontext()
-        with sync:
-            with autocast_context(args, self.device):
-                output = self.recipe.compute_loss(self.model, batch, args)
-            # Every rank must agree to skip, or DDP's collectives would hang.
-            finite = all_reduce_sum(torch.tensor(float(torch.isfinite(output.loss.detach()).item()),
-                                                 device=self.device))
-            if finite.item() < self.context.world_size:
-                self.skipped_steps += 1
-                self.optimizer.zero_grad(set_to_none=True)
+        scale_before = self.scaler.get_scale() if self.scaler.is_enabled() else None
+        self.grad_norms = {}
+        if self.recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own optimizer steps
+            output = self.recipe.train_step(self.model, batch, args, self)
+        else:
+            sync = self.model.no_sync() if accumulate_more and self.context.is_distributed else nullcontext()
+            with sync:
+                with self.autocast():
+                    output = self.recipe.compute_loss(self.model, batch, args)
+                if not self.all_ranks_finite(output.loss):
+                    self.skipped_steps += 1
+                    self.optimizers["model"].zero_grad(set_to_none=True)
+                    return output.loss.detach(), output.items, output.metrics
+                self.scaler.scale(output.loss / args.grad_accumulation).backward()
+            if accumulate_more:
                 return output.loss.detach(), output.items, output.metrics
-            self.scaler.scale(output.loss / args.grad_accumulation).backward()
-        if not accumulate_more:
-            self.scaler.unscale_(self.optimizer)
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.grad_clip_thresh)
-            scale_before = self.scaler.get_scale()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            if self.scaler.is_enabled() and self.scaler.get_scale() < scale_before:
-                self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
-            self.optimizer.zero_grad(set_to_none=True)
-            self.iteration += 1
-            output.metrics = {**output.metrics, "grad_norm": grad_norm.detach()}
-        return output.loss.detach(), output.items, output.metrics
+            self.grad_norms["model"] = self.step_optimizer("model")
+        if not self.grad_norms:  # nothing stepped (every loss of the batch was skipped)
+            return output.loss.detach(), output.items, output.metrics
+        self.scaler.update()
+        if scale_before is not None and self.scaler.get_scale() < scale_before:
+            self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
+        self.iteration += 1
+        norms = {f"grad_norm_{name}" if len(self.optimizers) > 1 else "grad_norm": norm
+                 for name, norm in self.grad_norms.items()}
+        return output.loss.detach(), output.items, {**output.metrics, **norms}
+
+    def autocast(self):
+        """The precision context of this run (--amp, --bf16 or none), for recipes' own train steps too."""
+        return autocast_context(self.args, self.device)
 
     # ---- epochs ------------------------------------------------------------------------------------------------
 
@@ -297,8 +341,10 @@ class Trainer:
         progress = self._progress_bar(len(self.train_sampler))
         iteration_start = time.perf_counter()
         for batch in self.train_loader:
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.schedule.lr_at(self.epoch, self.iteration)
+            learning_rate = self.schedule.lr_at(self.epoch, self.iteration)
+            for optimizer in self.optimizers.values():
+                for group in optimizer.param_groups:
+                    group["lr"] = learning_rate
             batch = recipe.batch_to_device(batch, self.device)
             index = self.batches_done_in_epoch
             accumulate_more = (index + 1) % args.grad_accumulation != 0 and index + 1 < batches_per_epoch
@@ -312,7 +358,7 @@ class Trainer:
                 self.epoch_sums += torch.tensor([mean_loss, 1.0, totals[1].item()], dtype=torch.float64)
             self.batches_done_in_epoch += 1
             record = {"train_loss": mean_loss, "train_items_per_sec": totals[1].item() / iteration_time,
-                      "train_iter_time": iteration_time, "lr": self.optimizer.param_groups[0]["lr"]}
+                      "train_iter_time": iteration_time, "lr": learning_rate}
             record.update({f"train_{name}": float(value) for name, value in metrics.items()})
             self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,
                             echo=progress is None and not args.quiet)
@@ -349,7 +395,7 @@ class Trainer:
         for batch in loader:
             batch = recipe.batch_to_device(batch, self.device)
             first_batch = batch if first_batch is None else first_batch
-            with autocast_context(args, self.device):
+            with self.autocast():
                 output = recipe.compute_loss(model, batch, args)
             # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
             sums += torch.tensor([output.loss.item() * output.items, output.items, output.items],

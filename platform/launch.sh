@@ -3,7 +3,7 @@
 #   platform/launch.sh MACHINE MODEL PRECISION NGPU [extra train.py flags]
 #   MACHINE: DGX1 | DGXA100 | DGXH100    MODEL: tacotron2 | waveglow    PRECISION: AMP | BF16 | FP32 | TF32
 # It launches exactly NGPU processes (scripts/launch_training.sh: torchrun for NGPU > 1). Environment overrides:
-#   DATA_DIR (LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, EPOCHS, PYTHON,
+#   DATA_DIR (data/LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, EPOCHS, PYTHON,
 #   DRY_RUN=1 prints the launch command instead of running it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ if [ $# -lt 4 ]; then
 fi
 machine=$1 model=$2 precision=$3 ngpu=$4
 shift 4
-DATA_DIR=${DATA_DIR:-LJSpeech-1.1}
+DATA_DIR=${DATA_DIR:-data/LJSpeech-1.1}
 OUTPUT_DIR=${OUTPUT_DIR:-./output}
 
 case "$precision" in

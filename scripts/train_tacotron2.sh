@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Train Tacotron 2 on LJSpeech with NVIDIA's recipe (mels computed on the fly; see platform/ for tuned variants).
-#   NUM_GPUS=8 BATCH_SIZE=48 PRECISION=amp|bf16|fp32 OUTPUT_DIR=./output DATA_DIR=LJSpeech-1.1 scripts/train_tacotron2.sh [flags]
+#   NUM_GPUS=8 BATCH_SIZE=48 PRECISION=amp|bf16|fp32 OUTPUT_DIR=./output DATA_DIR=data/LJSpeech-1.1 scripts/train_tacotron2.sh [flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUM_GPUS=${NUM_GPUS:-1}
 BATCH_SIZE=${BATCH_SIZE:-48}
 PRECISION=${PRECISION:-fp32}
 OUTPUT_DIR=${OUTPUT_DIR:-./output}
-DATA_DIR=${DATA_DIR:-LJSpeech-1.1}
+DATA_DIR=${DATA_DIR:-data/LJSpeech-1.1}
 EPOCHS=${EPOCHS:-1501}
 case "$PRECISION" in amp) precision_flag=--amp ;; bf16) precision_flag=--bf16 ;; fp32) precision_flag=--no-tf32 ;;
     tf32) precision_flag=--tf32 ;; *) echo "PRECISION must be amp, bf16, tf32 or fp32" >&2; exit 2 ;; esac

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Train WaveGlow on LJSpeech with NVIDIA's recipe.
-#   NUM_GPUS=8 BATCH_SIZE=4 PRECISION=amp|bf16|fp32 OUTPUT_DIR=./output DATA_DIR=LJSpeech-1.1 scripts/train_waveglow.sh [flags]
+#   NUM_GPUS=8 BATCH_SIZE=4 PRECISION=amp|bf16|fp32 OUTPUT_DIR=./output DATA_DIR=data/LJSpeech-1.1 scripts/train_waveglow.sh [flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUM_GPUS=${NUM_GPUS:-1}
 BATCH_SIZE=${BATCH_SIZE:-4}
 PRECISION=${PRECISION:-fp32}
 OUTPUT_DIR=${OUTPUT_DIR:-./output}
-DATA_DIR=${DATA_DIR:-LJSpeech-1.1}
+DATA_DIR=${DATA_DIR:-data/LJSpeech-1.1}
 EPOCHS=${EPOCHS:-1001}
 case "$PRECISION" in
     amp) precision_flags=(--amp --grad-clip-thresh 65504.0) ;;

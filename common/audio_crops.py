@@ -97,3 +97,8 @@ def collate_equal_length(batch: list[tuple[torch.Tensor, torch.Tensor]]) -> tupl
     """Items of equal shapes: (mels (B, n_mel, frames), audio (B, L))."""
     mels, audios = zip(*batch)
     return torch.stack(mels), torch.stack(audios)
+
+
+def crops_to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device):
+    mel, audio = batch
+    return mel.to(device, non_blocking=True), audio.to(device, non_blocking=True)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-import torch
 from torch import nn
 
 from common.audio import AudioParams
+from common.audio_crops import crops_to_device
 from common.recipe import DataSplits, Recipe, StepOutput
 from nvwavenet import arg_parser
 from nvwavenet.data_function import MelAudioCrops, collate_crops
@@ -29,11 +29,6 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
                       collate=collate_crops)
 
 
-def batch_to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device):
-    mel, audio_classes = batch
-    return mel.to(device, non_blocking=True), audio_classes.to(device, non_blocking=True)
-
-
 def compute_loss(model: nn.Module, batch, args: argparse.Namespace) -> StepOutput:
     mel, audio_classes = batch
     logits = model(mel, audio_classes)
@@ -48,6 +43,6 @@ RECIPE = Recipe(
     model_config=arg_parser.model_config,
     build_model=build_model,
     build_data=build_data,
-    batch_to_device=batch_to_device,
+    batch_to_device=crops_to_device,
     compute_loss=compute_loss,
 )

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 
-import torch
 from torch import nn
 
 from common.audio import AudioParams
+from common.audio_crops import crops_to_device
 from common.recipe import DataSplits, Recipe, StepOutput
 from waveglow import arg_parser
 from waveglow.data_function import MelAudioDataset, collate_mel_audio
@@ -29,11 +29,6 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     return DataSplits(train=train, validation=validation, collate=collate_mel_audio)
 
 
-def batch_to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device):
-    mel, audio = batch
-    return mel.to(device, non_blocking=True), audio.to(device, non_blocking=True)
-
-
 def compute_loss(model: nn.Module, batch, args: argparse.Namespace) -> StepOutput:
     mel, audio = batch
     loss = WaveGlowLoss(args.sigma)(model(mel, audio))  # the loss sums in fp32 even under autocast
@@ -53,7 +48,7 @@ RECIPE = Recipe(
     model_config=arg_parser.model_config,
     build_model=build_model,
     build_data=build_data,
-    batch_to_device=batch_to_device,
+    batch_to_device=crops_to_device,
     compute_loss=compute_loss,
     validation_report=validation_report,
 )

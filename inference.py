@@ -26,7 +26,7 @@ from common.logger import RunLogger, plot_to_image
 from common.registry import get_recipe
 from common.text import TextProcessor
 from common.vocoder import GriffinLimVocoder
-from tacotron2.model import alignment_health
+from tacotron2.model import alignment_health, max_steps_warnings_silenced
 
 VOCODER_FLAGS = {"waveglow": "waveglow.vocoder", "wavenet": "nvwavenet.vocoder"}
 
@@ -142,7 +142,7 @@ class Synthesizer:
         generator = torch.Generator(device=self.device).manual_seed(seed)
         self._synchronize()
         start = time.perf_counter()
-        with self.autocast():
+        with self.autocast(), max_steps_warnings_silenced():  # warned below instead, naming the input line
             result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold, generator)
         mel, mel_lengths, alignments, hit_max_steps = result
         self._synchronize()

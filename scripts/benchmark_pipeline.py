@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import tempfile
 from pathlib import Path
 
@@ -56,8 +55,6 @@ def main() -> None:
     parser.add_argument("--waveglow", default=None, help="a trained checkpoint instead of random weights")
     parser.add_argument("--json", default=None, help="append the result as one JSON line to this file")
     options = parser.parse_args()
-    if options.tacotron2 is None:  # the gate is held shut on purpose: no per-utterance max-steps warnings
-        logging.getLogger("tacotron2.model").setLevel(logging.ERROR)
 
     with tempfile.TemporaryDirectory() as folder:
         tacotron2 = options.tacotron2 or random_checkpoint("Tacotron2", {}, Path(folder), hold_gate_shut)

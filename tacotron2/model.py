@@ -36,6 +36,7 @@ import inspect
 import logging
 import math
 import warnings
+from contextlib import contextmanager
 from typing import NamedTuple, Optional, Tuple
 
 import torch
@@ -385,6 +386,20 @@ class Tacotron2(nn.Module):
                 else:
                     logger.warning(message)
         return Tacotron2Inference(mel_postnet, mel_lengths, alignments, hit_max)
+
+
+@contextmanager
+def max_steps_warnings_silenced():
+    """Silences infer's per-utterance max_decoder_steps warnings (eager: logging; TorchScript: warnings) for callers
+    that report them otherwise (inference.py names the input line; validation counts them)."""
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Tacotron 2: utterance")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def build_model(config: dict) -> Tacotron2:

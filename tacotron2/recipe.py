@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
 import torch
 
@@ -14,7 +13,7 @@ from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
 from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
 from tacotron2.loss_function import Tacotron2Loss
-from tacotron2.model import alignment_health, build_model
+from tacotron2.model import alignment_health, build_model, max_steps_warnings_silenced
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +46,8 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
     """Alignment health of free-running synthesis on validation texts (the real test of attention), with plots."""
     generator = torch.Generator(device=batch["text"].device).manual_seed(args.seed)
     max_steps = int(batch["mel_lengths"].max()) * 2 // model.n_frames_per_step + 10
-    model_logger = logging.getLogger("tacotron2.model")
-    level = model_logger.level
-    model_logger.setLevel(logging.ERROR)  # an unaligned model hits max_decoder_steps: counted below, not warned
-    try:
+    with max_steps_warnings_silenced():  # an unaligned model hits max_decoder_steps: counted below, not warned
         result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator)
-    finally:
-        model_logger.setLevel(level)
     health = alignment_health(result.alignments, batch["text_lengths"], result.mel_lengths, model.n_frames_per_step)
     first_steps = int((result.mel_lengths[0] + model.n_frames_per_step - 1) // model.n_frames_per_step)
     alignment = result.alignments[0, :first_steps, : int(batch["text_lengths"][0])].float().cpu().numpy()

@@ -1,9 +1,11 @@
 """Removes WaveGlow's constant background hiss by spectral subtraction of the vocoder's own "bias" spectrum.
 
-The bias is what the vocoder says for a mel that carries nothing: WaveGlow.infer(constant mel, sigma=0). NVIDIA's
-implementation uses a mel of zeros (mode "zeros", the default here so the published settings such as strength 0.01
-mean the same). A log-mel of zero is linear magnitude exp(0) = 1, a faint broadband sound rather than silence;
-mode "silence" uses log(1e-5), the floor of common.audio's log compression, i.e. the mel of true silence.
+The bias is what the vocoder says for a mel that carries nothing: WaveGlow.infer(constant mel, sigma=0).
+Mode "zeros" (the default) is NVIDIA's denoiser exactly: a mel of zeros and the first STFT frame of the result, so the
+published settings such as strength 0.01 give the reference's audio. A log-mel of zero is linear magnitude exp(0) = 1,
+a faint broadband sound rather than silence, and the first frame also sees the edge of the vocoder's output; mode
+"silence" instead uses log(1e-5), the floor of common.audio's log compression (the mel of true silence), and the
+middle frame, away from the edges.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from torch import nn
 from common.audio import LOG_CLAMP_MIN, AudioParams
 
 BIAS_MEL_VALUES = {"zeros": 0.0, "silence": math.log(LOG_CLAMP_MIN)}
+BIAS_FRAME = {"zeros": "first", "silence": "middle"}
 
 
 class Denoiser(nn.Module):
@@ -32,9 +35,8 @@ class Denoiser(nn.Module):
         with torch.no_grad():
             bias_audio = waveglow.infer(bias_mel, sigma=0.0).float()
         magnitude = self._stft(bias_audio).abs()
-        # The middle frame: the first and last ones see the padding at the edges of the vocoder's output.
-        middle = magnitude.size(2) // 2
-        self.register_buffer("bias_spectrum", magnitude[0, :, middle:middle + 1], persistent=False)  # (freqs, 1)
+        frame = 0 if BIAS_FRAME[mode] == "first" else magnitude.size(2) // 2
+        self.register_buffer("bias_spectrum", magnitude[0, :, frame:frame + 1], persistent=False)  # (freqs, 1)
 
     def _stft(self, audio: torch.Tensor) -> torch.Tensor:
         return torch.stft(audio, n_fft=self.params.filter_length, hop_length=self.params.hop_length,

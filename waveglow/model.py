@@ -195,6 +195,15 @@ class WaveGlow(nn.Module):
             log_det_w_list.append(log_det_w)
         return FlowOutput(torch.cat(early_outputs + [audio], dim=1), log_s_list, log_det_w_list)
 
+    def _reference_ordered_noise(self, shape: tuple, spect: torch.Tensor) -> torch.Tensor:
+        """Standard normal noise drawn in NVIDIA's order: the last channels first, then each early output from the
+        last split back to the first. With the same seed and weights this gives the reference's audio."""
+        batch_size, _, positions = shape
+        draws = [torch.randn(batch_size, self.remaining_channels, positions, device=spect.device, dtype=spect.dtype)]
+        for _ in filter(self._splits_before, range(self.flows)):
+            draws.append(torch.randn(batch_size, self.early_size, positions, device=spect.device, dtype=spect.dtype))
+        return torch.cat(draws[::-1], dim=1)  # forward's z layout: first split first
+
     @torch.no_grad()
     def infer(self, mel: torch.Tensor, sigma: float = 1.0, noise: torch.Tensor | None = None) -> torch.Tensor:
         """Mel (B, n_mel, T) -> audio (B, hop_length * T), from z = sigma * noise.
@@ -206,7 +215,7 @@ class WaveGlow(nn.Module):
         spect = self._conditioning(mel, n_samples)
         shape = (mel.size(0), self.groups, n_samples // self.groups)
         if noise is None:
-            noise = torch.randn(shape, device=mel.device, dtype=spect.dtype)
+            noise = self._reference_ordered_noise(shape, spect)
         elif tuple(noise.shape) != shape:
             raise ValueError(f"WaveGlow.infer: noise has shape {tuple(noise.shape)}, expected {shape} for this mel")
         z = sigma * noise.to(spect.dtype)
@@ -218,7 +227,7 @@ class WaveGlow(nn.Module):
             audio_0, audio_1 = audio[:, :n_half], audio[:, n_half:]
             coupling = self.WN[k](audio_0, spect)
             b, log_s = coupling[:, :n_half], coupling[:, n_half:]
-            audio_1 = (audio_1 - b) * torch.exp(-log_s)
+            audio_1 = (audio_1 - b) / torch.exp(log_s)
             audio = self.convinv[k].inverse(torch.cat([audio_0, audio_1], dim=1))
             if self._splits_before(k):
                 split = k // self.early_every - 1  # which early output was split off before flow k

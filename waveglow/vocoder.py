@@ -19,7 +19,8 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WaveGlow vocoder")
     group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
     group.add_argument("-d", "--denoising-strength", type=float, default=0.01, help="0 turns the denoiser off")
-    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES))
+    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
+                       help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
     group.add_argument("--wn-channels", type=int, default=512, help="published checkpoints only (waveglow256: 256)")
 
 

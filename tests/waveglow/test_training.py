@@ -1,4 +1,9 @@
 """WaveGlow through train.py on the synthetic corpus, and the Tacotron 2 + WaveGlow pipeline through inference.py."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import soundfile
 import torch
@@ -6,6 +11,8 @@ import torch
 import inference
 import train
 from common.logger import read_dllogger_file
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TINY_WAVEGLOW = ["--flows", "4", "--early-every", "2", "--early-size", "2", "--wn-channels", "16", "--wn-layers", "2",
                  "--segment-length", "2048"]
@@ -15,14 +22,15 @@ TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "1
                   "--postnet-embedding-dim", "8", "--postnet-n-convolutions", "1", "--max-decoder-steps", "30"]
 
 
-def common_args(corpus, output, model, *extra):
+def common_args(corpus, output, model, *extra, batch_size=4):
     return ["-m", model, "-o", str(output), "-d", str(corpus.dataset_dir),
             "--training-files", str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist),
-            "-bs", "4", "--num-workers", "0", "--quiet", "--cpu", "--seed", "3", *extra]
+            "-bs", str(batch_size), "--num-workers", "0", "--quiet", "--cpu", "--seed", "3", *extra]
 
 
-def waveglow_args(corpus, output, *extra):
-    return common_args(corpus, output, "WaveGlow", "-lr", "1e-3", "--weight-decay", "0", *TINY_WAVEGLOW, *extra)
+def waveglow_args(corpus, output, *extra, batch_size=4):
+    return common_args(corpus, output, "WaveGlow", "-lr", "1e-3", "--weight-decay", "0", *TINY_WAVEGLOW, *extra,
+                       batch_size=batch_size)
 
 
 def losses(log_file, depth):
@@ -43,6 +51,22 @@ def test_waveglow_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_corp
 
 
 PINNED_WAVEGLOW_EPOCH_LOSSES = [-0.0536837222520262, -0.2795039087533951, -0.5400934457778931]
+
+
+def test_two_process_ddp_steps_equal_one_process_with_the_global_batch(synthetic_corpus, tmp_path):
+    """Rank r takes every second batch of 2 of the same permutation, and DDP averages the gradients: with a loss that is
+    a mean over equally long crops, that is the step one process takes on the batch of 4."""
+    torch.set_num_threads(1)
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "single", "--epochs", "2"))
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               str(ROOT / "train.py"), *waveglow_args(synthetic_corpus, tmp_path / "ddp", "--epochs", "2",
+                                                     "--dist-backend", "gloo", batch_size=2)]
+    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    single, ddp = losses(tmp_path / "single" / "nvlog.json", 2), losses(tmp_path / "ddp" / "nvlog.json", 2)
+    assert len(ddp) == len(single) >= 6
+    assert ddp == pytest.approx(single, rel=1e-4, abs=1e-5)
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,8 @@ from common.logger import RunLogger, plot_to_image
 from common.registry import get_recipe
 from common.text import TextProcessor
 from common.vocoder import GriffinLimVocoder
-from tacotron2.model import alignment_health, max_steps_warnings_silenced
+from tacotron2.alignment import alignment_health
+from tacotron2.model import max_steps_warnings_silenced
 
 VOCODER_FLAGS = {"waveglow": "waveglow.vocoder", "wavenet": "nvwavenet.vocoder"}
 

@@ -13,7 +13,8 @@ from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
 from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
 from tacotron2.loss_function import Tacotron2Loss
-from tacotron2.model import alignment_health, build_model, max_steps_warnings_silenced
+from tacotron2.alignment import alignment_health
+from tacotron2.model import build_model, max_steps_warnings_silenced
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:

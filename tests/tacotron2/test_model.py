@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from common.audio import add_audio_args
 from tacotron2.arg_parser import add_args, loss_config, model_config
 from tacotron2.loss_function import Tacotron2Loss
-from tacotron2.model import Prenet, Tacotron2, alignment_health, build_model
+from tacotron2.alignment import alignment_health
+from tacotron2.model import Prenet, Tacotron2, build_model
 
 TINY = dict(n_mel_channels=8, n_symbols=20, symbols_embedding_dim=32, encoder_embedding_dim=32,
             attention_rnn_dim=64, decoder_rnn_dim=64, prenet_dim=16, attention_dim=16,

@@ -10,6 +10,7 @@ import torch
 
 import inference
 import train
+from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +102,20 @@ def test_waveglow_with_other_mel_parameters_is_refused(trained_pair, tmp_path):
         inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet",
                         "--tacotron2", str(trained_pair / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
                         "--waveglow", str(trained_pair / "waveglow_7k" / "checkpoint_WaveGlow_last.pt")])
+
+
+@pytest.mark.parametrize("precision", ["--bf16", "--amp"])
+def test_mixed_precision_training_follows_fp32(synthetic_corpus, tmp_path, precision):
+    """Autocast (bf16, or fp16 with loss scaling) through train.py: the loss curve stays near the fp32 one, nothing is
+    skipped, and the checkpoint keeps fp32 weights."""
+    torch.set_num_threads(1)
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "fp32", "--epochs", "2"))
+    train.main(waveglow_args(synthetic_corpus, tmp_path / "mixed", "--epochs", "2", precision))
+    fp32, mixed = losses(tmp_path / "fp32" / "nvlog.json", 1), losses(tmp_path / "mixed" / "nvlog.json", 1)
+    assert mixed != fp32  # autocast did change the arithmetic...
+    assert mixed == pytest.approx(fp32, abs=1e-3)  # ...and the curve follows fp32's
+    checkpoint = load_checkpoint(tmp_path / "mixed" / "checkpoint_WaveGlow_last.pt")
+    assert all(value.dtype == torch.float32 for value in checkpoint["state_dict"].values())
+    assert checkpoint["skipped_steps"] == 0
+    scale = checkpoint["scaler"].get("scale")
+    assert (scale is not None and scale > 0) if precision == "--amp" else not checkpoint["scaler"]

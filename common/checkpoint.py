@@ -125,10 +125,17 @@ def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
 def load_trained_model(recipe, path: str | Path, device: torch.device, published_config: dict | None = None):
     """Build a recipe's model from a checkpoint for inference; returns (model in eval mode, checkpoint dict).
 
-    Our checkpoints carry their model config. NVIDIA's published ones carry weights only, so their config comes
-    from `published_config` (the model flags on the command line, e.g. --wn-channels 256)."""
+    Our checkpoints carry their model config. NVIDIA's carry theirs under `config`, translated by the recipe; what it
+    leaves out, and everything for a file with weights only, comes from `published_config` (the model flags on the
+    command line, e.g. --wn-channels 256)."""
     checkpoint = load_checkpoint(path, expected_model=recipe.name)
-    config = checkpoint.get("model_config") or published_config
+    config = checkpoint.get("model_config")
+    if config is None and isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None:
+        try:
+            config = {**(published_config or {}), **recipe.config_from_reference(checkpoint["config"])}
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"{path}: cannot read NVIDIA's model config {checkpoint['config']}: {error!r}") from error
+    config = config if config is not None else published_config
     if config is None:
         raise ValueError(f"{path} carries no model config; give the model flags on the command line")
     model = recipe.build_model(config)

@@ -54,3 +54,6 @@ class Recipe:
     # Optional: the learning-rate schedule (default: EpochAnnealSchedule from --learning-rate, --anneal-steps and
     # --anneal-factor); any object with lr_at(epoch, step) and state_dict(), e.g. WarmupPolynomialSchedule.
     lr_schedule: Callable[[argparse.Namespace], Any] | None = None
+    # Optional: the `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's
+    # keys, so that their files build the right model without model flags on the command line.
+    config_from_reference: Callable[[dict], dict] | None = None

@@ -75,4 +75,5 @@ RECIPE = Recipe(
     compute_loss=compute_loss,
     uses_text=True,
     validation_report=validation_report,
+    config_from_reference=dict,  # NVIDIA's config keys are the constructor's (tacotron2/model.py)
 )

@@ -21,6 +21,15 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                           help="audio samples per training example (random crop; must be a multiple of --groups)")
 
 
+def config_from_reference(config: dict) -> dict:
+    """NVIDIA's WaveGlow `config` (n_flows, n_group, ..., WN_config) -> model_config's keys. Their upsampler is fixed
+    at hop 256 and window 1024, so those stay as given (the audio flags)."""
+    wn = config["WN_config"]
+    return {"n_mel_channels": config["n_mel_channels"], "flows": config["n_flows"], "groups": config["n_group"],
+            "early_every": config["n_early_every"], "early_size": config["n_early_size"],
+            "wn_channels": wn["n_channels"], "wn_layers": wn["n_layers"], "wn_kernel_size": wn["kernel_size"]}
+
+
 def model_config(args: argparse.Namespace) -> dict:
     """WaveGlow's constructor arguments (saved in every checkpoint)."""
     return {

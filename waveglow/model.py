@@ -195,27 +195,31 @@ class WaveGlow(nn.Module):
             log_det_w_list.append(log_det_w)
         return FlowOutput(torch.cat(early_outputs + [audio], dim=1), log_s_list, log_det_w_list)
 
-    def _reference_ordered_noise(self, shape: tuple, spect: torch.Tensor) -> torch.Tensor:
+    def _reference_ordered_noise(self, shape: tuple, spect: torch.Tensor,
+                                 generator: torch.Generator | None) -> torch.Tensor:
         """Standard normal noise drawn in NVIDIA's order: the last channels first, then each early output from the
         last split back to the first. With the same seed and weights this gives the reference's audio."""
         batch_size, _, positions = shape
-        draws = [torch.randn(batch_size, self.remaining_channels, positions, device=spect.device, dtype=spect.dtype)]
+        options = dict(generator=generator, device=spect.device, dtype=spect.dtype)
+        draws = [torch.randn(batch_size, self.remaining_channels, positions, **options)]
         for _ in filter(self._splits_before, range(self.flows)):
-            draws.append(torch.randn(batch_size, self.early_size, positions, device=spect.device, dtype=spect.dtype))
+            draws.append(torch.randn(batch_size, self.early_size, positions, **options))
         return torch.cat(draws[::-1], dim=1)  # forward's z layout: first split first
 
     @torch.no_grad()
-    def infer(self, mel: torch.Tensor, sigma: float = 1.0, noise: torch.Tensor | None = None) -> torch.Tensor:
+    def infer(self, mel: torch.Tensor, sigma: float = 1.0, noise: torch.Tensor | None = None,
+              generator: torch.Generator | None = None) -> torch.Tensor:
         """Mel (B, n_mel, T) -> audio (B, hop_length * T), from z = sigma * noise.
 
-        noise is standard normal unless given; its layout is that of forward's z (B, groups, hop_length * T / groups),
-        so infer(mel, 1.0, forward(mel, audio).z) gives the audio back. sigma = 0 is deterministic.
+        noise is standard normal (from `generator`, else the global one) unless given; its layout is that of
+        forward's z (B, groups, hop_length * T / groups), so infer(mel, 1.0, forward(mel, audio).z) gives the audio
+        back. sigma = 0 is deterministic.
         """
         n_samples = mel.size(2) * self.hop_length
         spect = self._conditioning(mel, n_samples)
         shape = (mel.size(0), self.groups, n_samples // self.groups)
         if noise is None:
-            noise = self._reference_ordered_noise(shape, spect)
+            noise = self._reference_ordered_noise(shape, spect, generator)
         elif tuple(noise.shape) != shape:
             raise ValueError(f"WaveGlow.infer: noise has shape {tuple(noise.shape)}, expected {shape} for this mel")
         z = sigma * noise.to(spect.dtype)

@@ -51,4 +51,5 @@ RECIPE = Recipe(
     batch_to_device=crops_to_device,
     compute_loss=compute_loss,
     validation_report=validation_report,
+    config_from_reference=arg_parser.config_from_reference,
 )

@@ -1,6 +1,7 @@
 """WaveGlow as the vocoder of inference.py:
     python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --waveglow W.pt -s 0.6 -d 0.01
-NVIDIA's published waveglow256pyt_fp16 checkpoint carries no config: add --wn-channels 256 for it."""
+The model is built from the checkpoint's config (ours, or the `config` NVIDIA's train.py saves); a file of bare
+weights needs the model flag: --wn-channels 256 for NVIDIA's waveglow256pyt_fp16 if it carries none."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,9 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-d", "--denoising-strength", type=float, default=0.01, help="0 turns the denoiser off")
     group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
                        help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
-    group.add_argument("--wn-channels", type=int, default=512, help="published checkpoints only (waveglow256: 256)")
+    group.add_argument("--wn-channels", type=int, default=None,
+                       help="for a checkpoint without a model config (default 512; waveglow256: 256); with a config, "
+                            "a check")
 
 
 class WaveGlowVocoder:
@@ -35,11 +38,9 @@ class WaveGlowVocoder:
         self.dtype = next(model.parameters()).dtype
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
+        # Seeded like torch.manual_seed(seed) before NVIDIA's infer on this device: the same audio for their weights.
         generator = torch.Generator(device=mel.device).manual_seed(self.seed)
-        n_samples = mel.shape[2] * self.audio_params.hop_length
-        noise = torch.randn(mel.shape[0], self.model.groups, n_samples // self.model.groups, generator=generator,
-                            device=mel.device)
-        audio = self.model.infer(mel.to(self.dtype), sigma=self.sigma, noise=noise).float()
+        audio = self.model.infer(mel.to(self.dtype), sigma=self.sigma, generator=generator).float()
         if self.denoiser is not None:
             audio = self.denoiser(audio, strength=self.denoising_strength)
         return audio.clamp(-1.0, 1.0)
@@ -47,9 +48,12 @@ class WaveGlowVocoder:
 
 def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> WaveGlowVocoder:
     defaults = AudioParams()
-    published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels,
+    published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels or 512,
                         "hop_length": defaults.hop_length, "win_length": defaults.win_length}
     model, checkpoint = load_trained_model(get_recipe("WaveGlow"), path, device, published_config=published_config)
+    if args.wn_channels is not None and args.wn_channels != model.WN[0].n_channels:
+        raise ValueError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {path} has "
+                         f"{model.WN[0].n_channels} channels (from its config); drop the flag")
     remove_weight_norm(model)
     if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op
         model = model.to(torch.float16 if args.amp else torch.bfloat16)

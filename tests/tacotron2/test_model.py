@@ -8,9 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from common.audio import add_audio_args
+from common.checkpoint import load_trained_model
+from common.registry import get_recipe
 from tacotron2.arg_parser import add_args, loss_config, model_config
-from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.alignment import alignment_health
+from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import Prenet, Tacotron2, build_model
 
 TINY = dict(n_mel_channels=8, n_symbols=20, symbols_embedding_dim=32, encoder_embedding_dim=32,
@@ -128,6 +130,21 @@ def test_a_state_dict_with_nvidias_names_loads_strictly(default_model):
     assert torch.equal(default_model.decoder.gate_layer.linear_layer.bias,
                        published["decoder.gate_layer.linear_layer.bias"])
     assert torch.equal(default_model.encoder.lstm.weight_hh_l0_reverse, published["encoder.lstm.weight_hh_l0_reverse"])
+
+
+def test_nvidia_training_checkpoint_builds_from_its_config(tmp_path):
+    """NVIDIA's train.py saves {'epoch', rng states, 'config' (the constructor keywords), 'state_dict' (DDP's
+    module. prefix), 'optimizer', 'scaler'}; inference builds the model from that config, flags not needed."""
+    trained = tiny_model(seed=5, n_frames_per_step=2)
+    path = tmp_path / "checkpoint_Tacotron2_1500.pt"
+    torch.save({"epoch": 1500, "cuda_rng_state_all": torch.zeros(1, 16, dtype=torch.uint8),
+                "random_rng_states_all": torch.zeros(1, 5056, dtype=torch.uint8),
+                "config": dict(TINY, n_frames_per_step=2),
+                "state_dict": {f"module.{key}": value for key, value in trained.state_dict().items()},
+                "optimizer": torch.optim.Adam(trained.parameters()).state_dict(), "scaler": {}}, path)
+    model, _ = load_trained_model(get_recipe("Tacotron2"), path, torch.device("cpu"), published_config={})
+    assert model.n_frames_per_step == 2 and not model.training
+    assert all(torch.equal(value, trained.state_dict()[key]) for key, value in model.state_dict().items())
 
 
 def test_build_model_from_a_plain_dict_and_unknown_keys_are_named():

@@ -18,14 +18,14 @@ CONFIG = dict(n_mel_channels=6, flows=6, groups=8, early_every=2, early_size=2, 
 UPSAMPLE_KERNEL, UPSAMPLE_STRIDE = 1024, 256  # hard-coded in the reference
 
 
-def legacy_state_dict(seed: int = 0) -> dict[str, torch.Tensor]:
+def legacy_state_dict(config: dict = CONFIG, seed: int = 0) -> dict[str, torch.Tensor]:
     """Random weights under NVIDIA's names, as saved from DDP with torch.nn.utils.weight_norm."""
     generator = torch.Generator().manual_seed(seed)
 
     def randn(*shape, scale=0.3):
         return scale * torch.randn(*shape, generator=generator)
 
-    n_mel, c, n_layers = CONFIG["n_mel_channels"], CONFIG["wn_channels"], CONFIG["wn_layers"]
+    n_mel, c, n_layers = config["n_mel_channels"], config["wn_channels"], config["wn_layers"]
     sd = {"upsample.weight": randn(n_mel, n_mel, UPSAMPLE_KERNEL, scale=0.05), "upsample.bias": randn(n_mel)}
 
     def weight_normed(name, out_channels, in_channels, kernel):
@@ -33,17 +33,17 @@ def legacy_state_dict(seed: int = 0) -> dict[str, torch.Tensor]:
         sd[f"{name}.weight_v"] = randn(out_channels, in_channels, kernel)
         sd[f"{name}.bias"] = randn(out_channels, scale=0.1)
 
-    channels = CONFIG["groups"]
-    for k in range(CONFIG["flows"]):
-        if k > 0 and k % CONFIG["early_every"] == 0:
-            channels -= CONFIG["early_size"]
+    channels = config["groups"]
+    for k in range(config["flows"]):
+        if k > 0 and k % config["early_every"] == 0:
+            channels -= config["early_size"]
         n_half = channels // 2
         # Any invertible matrix will do; the identity plus noise is well conditioned.
         sd[f"convinv.{k}.conv.weight"] = (torch.eye(channels) + randn(channels, channels)).unsqueeze(-1)
         weight_normed(f"WN.{k}.start", c, n_half, 1)
         for i in range(n_layers):
-            weight_normed(f"WN.{k}.in_layers.{i}", 2 * c, c, CONFIG["wn_kernel_size"])
-            weight_normed(f"WN.{k}.cond_layers.{i}", 2 * c, n_mel * CONFIG["groups"], 1)
+            weight_normed(f"WN.{k}.in_layers.{i}", 2 * c, c, config["wn_kernel_size"])
+            weight_normed(f"WN.{k}.cond_layers.{i}", 2 * c, n_mel * config["groups"], 1)
             weight_normed(f"WN.{k}.res_skip_layers.{i}", 2 * c if i < n_layers - 1 else c, c, 1)
         sd[f"WN.{k}.end.weight"] = randn(2 * n_half, c, 1, scale=0.1)
         sd[f"WN.{k}.end.bias"] = randn(2 * n_half, scale=0.1)
@@ -60,10 +60,10 @@ def normed_weight(sd, name):
     return g * v / v.flatten(1).norm(dim=1).view(-1, 1, 1)
 
 
-def reference_wn(sd, k, audio, spect):
+def reference_wn(sd, k, audio, spect, n_layers):
     p = f"module.WN.{k}"
     x = F.conv1d(audio, normed_weight(sd, f"{p}.start"), sd[f"{p}.start.bias"])
-    n_channels, n_layers = x.size(1), CONFIG["wn_layers"]
+    n_channels = x.size(1)
     output = torch.zeros_like(x)
     for i in range(n_layers):
         dilation = 2 ** i
@@ -81,10 +81,10 @@ def reference_wn(sd, k, audio, spect):
     return F.conv1d(output, sd[f"{p}.end.weight"], sd[f"{p}.end.bias"])
 
 
-def reference_infer(sd, spect, sigma):
+def reference_infer(sd, spect, sigma, config=CONFIG):
     """NVIDIA's WaveGlow.infer: noise drawn from the global generator, final channels first."""
-    n_group, n_flows = CONFIG["groups"], CONFIG["flows"]
-    early_every, early_size = CONFIG["early_every"], CONFIG["early_size"]
+    n_group, n_flows = config["groups"], config["flows"]
+    early_every, early_size = config["early_every"], config["early_size"]
     spect = F.conv_transpose1d(spect, sd["module.upsample.weight"], sd["module.upsample.bias"], stride=UPSAMPLE_STRIDE)
     spect = spect[:, :, :-(UPSAMPLE_KERNEL - UPSAMPLE_STRIDE)]
     batch_size, n_mel, n_samples = spect.shape
@@ -96,7 +96,7 @@ def reference_infer(sd, spect, sigma):
     for k in reversed(range(n_flows)):
         n_half = audio.size(1) // 2
         audio_0, audio_1 = audio[:, :n_half], audio[:, n_half:]
-        output = reference_wn(sd, k, audio_0, spect)
+        output = reference_wn(sd, k, audio_0, spect, config["wn_layers"])
         s, b = output[:, n_half:], output[:, :n_half]
         audio_1 = (audio_1 - b) / torch.exp(s)
         audio = torch.cat([audio_0, audio_1], 1)

@@ -1,0 +1,82 @@
+"""WaveGlow as inference.py's vocoder, loading a checkpoint in the format NVIDIA's train.py writes (reference notes
+§3.3): its model config is read from the file, its weights keep their legacy names, and a seed gives the audio NVIDIA's
+infer gives after torch.manual_seed with that seed."""
+import argparse
+
+import pytest
+import torch
+
+from tests.waveglow.test_reference_equations import legacy_state_dict, reference_infer
+from waveglow.vocoder import load_vocoder
+
+# A small architecture that is not the flag defaults, so only the file's config can build it. 80 mel channels: the
+# vocoder's audio parameters are the defaults for a file without ours.
+ARCHITECTURE = dict(n_mel_channels=80, flows=4, groups=8, early_every=2, early_size=2, wn_channels=8, wn_layers=2,
+                    wn_kernel_size=3, hop_length=256, win_length=1024)
+NVIDIA_CONFIG = {"n_mel_channels": 80, "n_flows": 4, "n_group": 8, "n_early_every": 2, "n_early_size": 2,
+                 "WN_config": {"n_layers": 2, "kernel_size": 3, "n_channels": 8}}
+
+
+@pytest.fixture(scope="module")
+def nvidia_checkpoint(tmp_path_factory):
+    state_dict = legacy_state_dict(ARCHITECTURE, seed=4)
+    parameter = torch.nn.Parameter(torch.zeros(3))
+    optimizer = torch.optim.Adam([parameter])
+    parameter.grad = torch.ones(3)
+    optimizer.step()
+    path = tmp_path_factory.mktemp("nvidia") / "checkpoint_WaveGlow_1000.pt"
+    torch.save({"epoch": 1000, "cuda_rng_state_all": torch.zeros(2, 16, dtype=torch.uint8),
+                "random_rng_states_all": torch.zeros(2, 5056, dtype=torch.uint8), "config": NVIDIA_CONFIG,
+                "state_dict": state_dict, "optimizer": optimizer.state_dict(),
+                "scaler": torch.amp.GradScaler("cpu").state_dict()}, path)
+    return path, state_dict
+
+
+def vocoder_args(**overrides):
+    values = dict(wn_channels=None, amp=False, bf16=False, sigma_infer=0.6, denoising_strength=0.0,
+                  denoiser_mode="zeros", seed=11)
+    return argparse.Namespace(**{**values, **overrides})
+
+
+def test_nvidia_training_checkpoint_builds_from_its_config_and_gives_the_reference_audio(nvidia_checkpoint):
+    path, state_dict = nvidia_checkpoint
+    vocoder = load_vocoder(str(path), vocoder_args(), torch.device("cpu"))
+    assert len(vocoder.model.WN) == 4 and vocoder.model.WN[0].n_channels == 8
+    mel = torch.randn(1, 80, 5, generator=torch.Generator().manual_seed(2))
+    audio = vocoder(mel)
+    torch.manual_seed(11)
+    with torch.no_grad():
+        expected = reference_infer(state_dict, mel, sigma=0.6, config=ARCHITECTURE).clamp(-1.0, 1.0)
+    assert audio.shape == (1, 5 * 256)
+    torch.testing.assert_close(audio, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_channel_flag_that_contradicts_the_file_is_refused(nvidia_checkpoint):
+    path, _ = nvidia_checkpoint
+    with pytest.raises(ValueError, match=r"--wn-channels 256 was given, but the WaveGlow in .* has 8 channels"):
+        load_vocoder(str(path), vocoder_args(wn_channels=256), torch.device("cpu"))
+    assert load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu")).model.WN[0].n_channels == 8
+
+
+def test_bare_weights_take_the_architecture_from_the_flags(nvidia_checkpoint, tmp_path):
+    _, state_dict = nvidia_checkpoint
+    path = tmp_path / "weights_only.pt"
+    torch.save({"state_dict": state_dict}, path)
+    # Without a config the defaults (8 WN layers, 12 flows) apply and the file does not fit: the error lists what is
+    # missing and points at the model flags.
+    with pytest.raises(ValueError, match=r"weights_only.pt do not fit the model: missing keys: WN.0.in_layers.2.*"
+                                         r"check the model flags, e.g. --wn-channels"):
+        load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu"))
+    # Weights of the default architecture load with the channel flag alone.
+    default_architecture = {**ARCHITECTURE, "flows": 12, "early_every": 4, "wn_layers": 8}
+    torch.save({"state_dict": legacy_state_dict(default_architecture)}, path)
+    vocoder = load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu"))
+    assert len(vocoder.model.WN) == 12 and vocoder.model.WN[0].n_channels == 8
+
+
+def test_an_unreadable_nvidia_config_names_the_file(nvidia_checkpoint, tmp_path):
+    _, state_dict = nvidia_checkpoint
+    path = tmp_path / "odd_config.pt"
+    torch.save({"config": {"n_mel_channels": 80}, "state_dict": state_dict}, path)
+    with pytest.raises(ValueError, match=r"odd_config.pt: cannot read NVIDIA's model config .*WN_config"):
+        load_vocoder(str(path), vocoder_args(), torch.device("cpu"))

@@ -1,12 +1,18 @@
-// CUDA backend of the device abstraction (see device.h). Compiled by nvcc for sm_80 / sm_90, CUDA 12 and 13.
+// CUDA backend of the device abstraction (see device.h). Compiled by nvcc for sm_80 / sm_90, CUDA 12 and 13, and
+// (device code only: the kernel headers, no launchers) by NVRTC, which the compile gate uses for CUDA 12.
 #pragma once
 
 #include <cuda/atomic>
 #include <cuda_fp16.h>
+
+#ifndef __CUDACC_RTC__
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <string>
+#else
+#define INFINITY __int_as_float(0x7f800000)  // NVRTC has no math.h
+#endif
 
 #define NVW_DEVICE __device__ __forceinline__
 #define NVW_HOST_DEVICE __host__ __device__ __forceinline__
@@ -88,6 +94,7 @@ NVW_DEVICE PairF unpack_half2(half2_storage h) {
 }
 
 // ---- host side -------------------------------------------------------------------------------------------
+#ifndef __CUDACC_RTC__  // NVRTC compiles device code only
 
 inline void check(cudaError_t status, const char* what) {
     if (status != cudaSuccess) {
@@ -122,5 +129,6 @@ int coresident_capacity(void (*kernel)(Args), int block, bool* cooperative_suppo
     *cooperative_supported = cooperative != 0;
     return per_sm * sms;
 }
+#endif  // __CUDACC_RTC__
 
 }  // namespace nvw::dev

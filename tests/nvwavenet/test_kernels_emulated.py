@@ -123,6 +123,8 @@ CASES = [
     ("persistent", "fp32", 32, 64, 64, 3, 2, 4, 2, 12, 12, 1),
     ("persistent", "fp16", 32, 64, 64, 4, 4, 2, 1, 12, 5, 1),
     ("persistent", "fp16", 64, 32, 128, 5, 8, 4, 2, 16, 7, 2),
+    ("persistent", "fp32", 128, 64, 64, 4, 4, 2, 1, 12, 5, 2),  # 128-register fp32 rows, 384 threads per block
+    ("persistent", "fp32", 128, 64, 64, 3, 2, 4, 2, 10, 10, 1),
 ]
 
 
@@ -263,11 +265,17 @@ def test_warp_collectives_follow_cuda_semantics():
 # Failing clearly
 
 
-def test_unsupported_shape_is_an_error_listing_what_is_compiled():
-    weights = kernels.pack_weights(random_export(64, 64, 64, 2, 2), "fp32")
-    conditioning, _, selectors = inputs(64, 2, 1, 4, 64)
-    with pytest.raises(RuntimeError, match=r"no single-block fp32 kernel for R=64, S=64, A=64.*Compiled"):
-        kernels.run_emulated(weights, conditioning, selectors, variant="single", batch_per_block=1)
+@pytest.mark.parametrize("variant,R,compiled", [
+    ("single", 64, r"no single-block fp32 kernel for R=64, S=64, A=64.*Compiled"),
+    ("single", 128, r"no single-block fp32 kernel for R=128, S=64, A=64.*Compiled"),  # 5R rows per block
+    ("dual", 128, r"no dual-block fp32 kernel for R=128, S=64, A=64.*Compiled"),
+    ("persistent", 256, r"no persistent fp32 kernel for R=256, S=64, A=64.*Compiled.* 128/64/64x1"),
+])
+def test_unsupported_shape_is_an_error_listing_what_is_compiled(variant, R, compiled):
+    weights = kernels.pack_weights(random_export(R, 64, 64, 2, 2), "fp32")
+    conditioning, _, selectors = inputs(R, 2, 1, 4, 64)
+    with pytest.raises(RuntimeError, match=compiled):
+        kernels.run_emulated(weights, conditioning, selectors, variant=variant, batch_per_block=1)
 
 
 def test_bad_arguments_are_errors():

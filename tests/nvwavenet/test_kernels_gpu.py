@@ -65,6 +65,8 @@ GPU_CASES = [  # variant, precision, R, S, batch, batch per block
     ("persistent", "fp32", 64, 256, 4, 2),
     ("persistent", "fp16", 64, 128, 8, 2),
     ("persistent", "fp16", 128, 256, 2, 1),
+    ("persistent", "fp32", 128, 256, 2, 1),
+    ("persistent", "fp32", 128, 128, 4, 2),
 ]
 
 

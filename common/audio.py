@@ -213,8 +213,10 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
     generator = torch.Generator(device="cpu").manual_seed(seed)
     angles = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(log_mel.device)
     audio = torch.istft(magnitude * angles, length=length, **stft_args)
+    # Reflection needs more samples than the filter_length / 2 it pads; a mel of a frame or two gets zeros instead.
+    pad_mode = "reflect" if length > params.filter_length // 2 else "constant"
     for _ in range(n_iters):
-        rebuilt = torch.stft(audio, return_complex=True, pad_mode="reflect", **stft_args)[..., : magnitude.shape[-1]]
+        rebuilt = torch.stft(audio, return_complex=True, pad_mode=pad_mode, **stft_args)[..., : magnitude.shape[-1]]
         angles = torch.exp(1j * torch.angle(rebuilt))
         audio = torch.istft(magnitude * angles, length=length, **stft_args)
     peak = audio.abs().amax(dim=-1, keepdim=True).clamp(min=1e-8)

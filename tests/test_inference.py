@@ -11,6 +11,7 @@ import train
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.logger import read_dllogger_file
+from tests.waveglow.test_vocoder import nvidia_checkpoint  # noqa: F401 (a fixture)
 
 TINY = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
         "--attention-rnn-dim", "32", "--decoder-rnn-dim", "32", "--prenet-dim", "16", "--attention-dim", "8",
@@ -139,3 +140,27 @@ def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tm
     phrases.write_text("Hello.\n")
     with pytest.raises(ValueError, match=r"mel_fmax: 7000.0 \(the vocoder .*\) vs 8000.0"):
         run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
+
+
+def test_nvidia_format_checkpoints_synthesize_end_to_end(nvidia_checkpoint, tmp_path):
+    """Files as NVIDIA's train.py writes them (config, DDP prefix, legacy weight norm, no audio or text settings of
+    ours): inference.py builds both models from their configs and falls back to NVIDIA's front-end defaults."""
+    from tacotron2.model import Tacotron2
+
+    torch.manual_seed(0)
+    config = dict(symbols_embedding_dim=16, encoder_embedding_dim=16, encoder_n_convolutions=1,
+                  attention_rnn_dim=16, decoder_rnn_dim=16, prenet_dim=8, attention_dim=8,
+                  postnet_embedding_dim=8, postnet_n_convolutions=1, max_decoder_steps=12)
+    tacotron2 = Tacotron2(**config)
+    tacotron2_path = tmp_path / "checkpoint_Tacotron2_1500.pt"
+    torch.save({"epoch": 1500, "config": config, "optimizer": {}, "scaler": {},
+                "state_dict": {f"module.{key}": value for key, value in tacotron2.state_dict().items()}},
+               tacotron2_path)
+    waveglow_path, _ = nvidia_checkpoint
+    phrases = tmp_path / "p.txt"
+    phrases.write_text("Hello there.\nSecond line, 2 words.\n")
+    inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--quiet", "--cpu", "--tacotron2",
+                    str(tacotron2_path), "--waveglow", str(waveglow_path), "-s", "0.6", "-d", "0.01"])
+    for line in (1, 2):
+        audio, rate = soundfile.read(str(tmp_path / "out" / f"audio_{line}.wav"))
+        assert rate == 22050 and 0 < len(audio) <= 12 * 256 and len(audio) % 256 == 0

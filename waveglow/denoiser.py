@@ -13,6 +13,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from common.audio import LOG_CLAMP_MIN, AudioParams
 
@@ -45,9 +46,14 @@ class Denoiser(nn.Module):
 
     def forward(self, audio: torch.Tensor, strength: float = 0.1) -> torch.Tensor:
         """Audio (B, L) or (L,) -> the same with strength * bias taken off every frame's magnitude (phase kept)."""
-        spectrum = self._stft(audio.float())
+        length = audio.size(-1)
+        # The STFT reflects filter_length / 2 samples at each edge, so it needs more than that: a clip of a few mel
+        # frames (an early stop) is padded with silence first.
+        padded = F.pad(audio.float(), (0, max(self.params.filter_length // 2 + 1 - length, 0)))
+        spectrum = self._stft(padded)
         magnitude = torch.clamp(spectrum.abs() - self.bias_spectrum * strength, min=0.0)
         denoised = torch.polar(magnitude, spectrum.angle())
-        return torch.istft(denoised, n_fft=self.params.filter_length, hop_length=self.params.hop_length,
-                           win_length=self.params.win_length, window=self.window, center=True,
-                           length=audio.size(-1)).to(audio.dtype)
+        denoised = torch.istft(denoised, n_fft=self.params.filter_length, hop_length=self.params.hop_length,
+                               win_length=self.params.win_length, window=self.window, center=True,
+                               length=padded.size(-1))
+        return denoised[..., :length].to(audio.dtype)

@@ -73,6 +73,12 @@ def test_wav_round_trip_is_16_bit(tmp_path):
     torch.testing.assert_close(loaded, audio, atol=1 / 32768 + 1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("frames", [1, 2, 3])  # 1 and 2 frames are shorter than the STFT's reflect padding
+def test_griffin_lim_inverts_a_mel_of_a_few_frames(frames):
+    audio = griffin_lim(torch.randn(2, 80, frames) - 5.0, AudioParams(), n_iters=2)
+    assert audio.shape == (2, frames * 256) and torch.isfinite(audio).all() and audio.abs().max() > 0
+
+
 def test_griffin_lim_recovers_a_tone():
     params = AudioParams()
     time = torch.arange(22050) / 22050

@@ -50,6 +50,14 @@ def test_one_dimensional_audio_keeps_its_shape(waveglow):
     assert Denoiser(waveglow, PARAMS)(audio, strength=0.1).shape == (5000,)
 
 
+@pytest.mark.parametrize("length", [1, 256, 512])  # shorter than the STFT's reflect padding of 512 + 1
+def test_clips_of_a_few_frames_are_denoised_too(waveglow, length):
+    audio = 0.3 * torch.randn(2, length)
+    denoiser = Denoiser(waveglow, PARAMS)
+    assert torch.allclose(denoiser(audio, strength=0.0), audio, atol=1e-5)
+    assert denoiser(audio, strength=0.5).shape == (2, length)
+
+
 class RecordingVocoder(torch.nn.Module):
     """Stands in for WaveGlow and records the mel it was asked to vocode."""
 

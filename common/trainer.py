@@ -314,6 +314,9 @@ class Trainer:
     def train(self) -> None:
         args = self.args
         self.log_parameters()
+        if self.epoch >= args.epochs and self.context.is_main:
+            print(f"nothing to train: the resumed run has done {self.epoch} epochs and --epochs is {args.epochs}; "
+                  "raise --epochs to train further", file=sys.stderr)
         try:
             while self.epoch < args.epochs:
                 self.train_epoch()

@@ -141,3 +141,13 @@ def test_a_recipe_can_bring_a_step_based_schedule(tmp_path):
     rates = [r["data"]["lr"] for r in read_dllogger_file(tmp_path / "nvlog.json") if isinstance(r["step"], list)
              and len(r["step"]) == 2]
     assert rates == pytest.approx([schedule(None).lr_at(0, step) for step in range(6)])
+
+
+def test_resuming_a_finished_run_says_there_is_nothing_to_train(tmp_path, capsys):
+    recipe = toy_recipe()
+    Trainer(recipe, toy_args(tmp_path, "--epochs", "2")).train()
+    weights = load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")["state_dict"]
+    trainer = Trainer(recipe, toy_args(tmp_path, "--epochs", "1", "--resume-from-last"))
+    trainer.train()
+    assert "nothing to train: the resumed run has done 2 epochs and --epochs is 1" in capsys.readouterr().err
+    assert all(torch.equal(value, trainer.model.state_dict()[key]) for key, value in weights.items())

@@ -12,6 +12,7 @@ import inference
 import train
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
+from tests.training_runs import check_pinned_losses_and_exact_resume, train_losses
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,21 +35,9 @@ def waveglow_args(corpus, output, *extra, batch_size=4):
                        batch_size=batch_size)
 
 
-def losses(log_file, depth):
-    return [r["data"]["train_loss"] for r in read_dllogger_file(log_file)
-            if isinstance(r["step"], list) and len(r["step"]) == depth and "train_loss" in r["data"]]
-
-
 def test_waveglow_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_corpus, tmp_path):
-    torch.set_num_threads(1)
-    train.main(waveglow_args(synthetic_corpus, tmp_path / "straight", "--epochs", "3"))
-    epoch_losses = losses(tmp_path / "straight" / "nvlog.json", 1)
-    assert epoch_losses[0] > epoch_losses[1] > epoch_losses[2]
-    assert epoch_losses == pytest.approx(PINNED_WAVEGLOW_EPOCH_LOSSES, rel=1e-3, abs=1e-3)
-
-    train.main(waveglow_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "2"))
-    train.main(waveglow_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "3", "--resume-from-last"))
-    assert losses(tmp_path / "stopped" / "nvlog.json", 2) == losses(tmp_path / "straight" / "nvlog.json", 2)
+    check_pinned_losses_and_exact_resume(lambda output, *extra: waveglow_args(synthetic_corpus, output, *extra),
+                                         PINNED_WAVEGLOW_EPOCH_LOSSES, tmp_path)
 
 
 PINNED_WAVEGLOW_EPOCH_LOSSES = [-0.0536837222520262, -0.2795039087533951, -0.5400934457778931]
@@ -65,7 +54,7 @@ def test_two_process_ddp_steps_equal_one_process_with_the_global_batch(synthetic
                                                      "--dist-backend", "gloo", batch_size=2)]
     completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    single, ddp = losses(tmp_path / "single" / "nvlog.json", 2), losses(tmp_path / "ddp" / "nvlog.json", 2)
+    single, ddp = train_losses(tmp_path / "single" / "nvlog.json", 2), train_losses(tmp_path / "ddp" / "nvlog.json", 2)
     assert len(ddp) == len(single) >= 6
     assert ddp == pytest.approx(single, rel=1e-4, abs=1e-5)
 
@@ -111,7 +100,7 @@ def test_mixed_precision_training_follows_fp32(synthetic_corpus, tmp_path, preci
     torch.set_num_threads(1)
     train.main(waveglow_args(synthetic_corpus, tmp_path / "fp32", "--epochs", "2"))
     train.main(waveglow_args(synthetic_corpus, tmp_path / "mixed", "--epochs", "2", precision))
-    fp32, mixed = losses(tmp_path / "fp32" / "nvlog.json", 1), losses(tmp_path / "mixed" / "nvlog.json", 1)
+    fp32, mixed = train_losses(tmp_path / "fp32" / "nvlog.json", 1), train_losses(tmp_path / "mixed" / "nvlog.json", 1)
     assert mixed != fp32  # autocast did change the arithmetic...
     assert mixed == pytest.approx(fp32, abs=1e-3)  # ...and the curve follows fp32's
     checkpoint = load_checkpoint(tmp_path / "mixed" / "checkpoint_WaveGlow_last.pt")

@@ -1,0 +1,30 @@
+"""Helpers for the tests that train through train.py: the losses a run logged, and the house check that a short run
+falls to pinned losses and that stop-and-resume reproduces the uninterrupted curve."""
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import torch
+
+import train
+from common.logger import read_dllogger_file
+
+
+def train_losses(log_file: Path, depth: int) -> list[float]:
+    """train_loss of every epoch (depth 1: step [epoch]) or every iteration (depth 2: step [epoch, iteration])."""
+    return [r["data"]["train_loss"] for r in read_dllogger_file(log_file)
+            if isinstance(r["step"], list) and len(r["step"]) == depth and "train_loss" in r["data"]]
+
+
+def check_pinned_losses_and_exact_resume(run_args: Callable[..., list[str]], pinned: list[float], folder: Path):
+    """run_args(output_folder, *extra flags) -> train.py arguments. Three epochs straight must fall to `pinned`;
+    two epochs, then a resume to three, must log the same per-iteration losses."""
+    torch.set_num_threads(1)
+    train.main(run_args(folder / "straight", "--epochs", "3"))
+    epoch_losses = train_losses(folder / "straight" / "nvlog.json", 1)
+    assert epoch_losses[0] > epoch_losses[1] > epoch_losses[2]
+    assert epoch_losses == pytest.approx(pinned, rel=1e-3, abs=1e-3)
+
+    train.main(run_args(folder / "stopped", "--epochs", "2"))
+    train.main(run_args(folder / "stopped", "--epochs", "3", "--resume-from-last"))
+    assert train_losses(folder / "stopped" / "nvlog.json", 2) == train_losses(folder / "straight" / "nvlog.json", 2)

@@ -5,8 +5,9 @@
 
 Text in curly braces is ARPAbet and becomes '@'-prefixed phoneme symbols. The symbol table and cleaner names travel
 in every checkpoint (`to_dict`/`from_dict`), so a model always decodes with the table it was trained with.
-Characters that are not in the table are never dropped silently: each is logged once, with the place it came from,
-and counted in `unknown_counts`; `strict=True` makes them an error instead (for checking a data set).
+Characters that are not in the table, or that a transliterating cleaner drops for want of an ASCII spelling (an
+emoji), are never dropped silently: each is logged once, with the place it came from, and counted in
+`unknown_counts`; `strict=True` makes them an error instead (for checking a data set).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import re
 from collections import Counter
 from typing import Iterable, Iterator, Sequence
 
-from common.text.cleaners import CLEANERS, get_cleaner
+from common.text.cleaners import CLEANERS, get_cleaner, transliterates, untransliterable_characters
 from common.text.symbols import ARPABET_PREFIX, SYMBOLS
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class TextProcessor:
             cleaner_names = [cleaner_names]
         self.cleaner_names = list(cleaner_names)
         self.cleaners = [get_cleaner(name) for name in self.cleaner_names]
+        self._cleaners_transliterate = transliterates(self.cleaner_names)
         self.symbols = list(symbols)
         if not self.symbols or not all(isinstance(symbol, str) and symbol for symbol in self.symbols):
             raise ValueError("the symbol table must be a non-empty list of non-empty strings")
@@ -67,6 +69,9 @@ class TextProcessor:
         while symbols and symbols[0].isspace():
             symbols.pop(0)
         unknown = Counter(symbol for symbol in symbols if symbol not in self._id_of)
+        if self._cleaners_transliterate:  # what the cleaners dropped never reaches the symbols: count it here
+            text_outside_braces = "".join(_ARPABET_IN_BRACES.split(text)[::2])
+            unknown.update(untransliterable_characters(text_outside_braces))
         if unknown:
             self._report_unknown(unknown, where)
         ids = [self._id_of[symbol] for symbol in symbols if symbol in self._id_of]
@@ -123,11 +128,13 @@ class TextProcessor:
     def _report_unknown(self, unknown: Counter, where: str) -> None:
         if self.strict:
             listing = ", ".join(f"{_describe(symbol)} x{count}" for symbol, count in unknown.items())
-            raise ValueError(f"{where}: symbols not in the symbol table: {listing}")
+            raise ValueError(f"{where}: symbols not in the symbol table or without an ASCII transliteration: "
+                             f"{listing}")
         for symbol in unknown:
             if symbol not in self.unknown_counts:
-                logger.warning("%s: dropping %s, which is not in the symbol table (later ones are only counted, "
-                               "in TextProcessor.unknown_counts)", where, _describe(symbol))
+                logger.warning("%s: dropping %s, which is not in the symbol table or has no ASCII transliteration "
+                               "(later ones are only counted, in TextProcessor.unknown_counts)", where,
+                               _describe(symbol))
         self.unknown_counts.update(unknown)
 
 

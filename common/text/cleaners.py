@@ -1,11 +1,16 @@
 """Text cleaners: functions str -> str run on a transcript before it is split into symbols.
 
 Pick them by name (`--text-cleaners english_cleaners`); `CLEANERS` maps the names to the functions.
+
+Transliteration follows NVIDIA's Tacotron 2 text front-end, because their published checkpoints were trained on the
+ids it gives: a character it cannot transliterate is dropped before the spaces are collapsed, so "a 😀 b" reads
+"a b". TextProcessor reports such characters (see `untransliterable_characters`).
 """
 from __future__ import annotations
 
+import functools
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 from unidecode import unidecode
 
@@ -25,10 +30,40 @@ _ABBREVIATIONS = [
 ]
 
 
+# Where NVIDIA's own transliteration table gives other ASCII than PyPI unidecode (which gives "o", "--" and "...").
+# None: NVIDIA's table has no entry, so the character is dropped.
+_NVIDIA_TRANSLITERATION: dict[str, str | None] = {
+    "\u00f6": "oe", "\u00d6": "Oe",  # o with diaeresis, as in "Schrödinger"
+    "\u2014": None,  # em dash
+    "\u2026": None,  # horizontal ellipsis
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def transliterate(character: str) -> str | None:
+    """The ASCII for one character ("é" -> "e"), or None if it has none (emoji, private use, ...)."""
+    if character.isascii():
+        return character
+    if character in _NVIDIA_TRANSLITERATION:
+        return _NVIDIA_TRANSLITERATION[character]
+    ascii_text = unidecode(character, errors="preserve")
+    # unidecode keeps a character it has no data for, and maps some (zero-width spaces) to "": neither is ASCII for it.
+    return ascii_text if ascii_text and ascii_text.isascii() else None
+
+
 def to_ascii(text: str) -> str:
-    """Transliterate to ASCII ("Café" -> "Cafe"). A character with no transliteration is kept, not dropped, so
-    that the encoder reports it."""
-    return unidecode(text, errors="preserve")
+    """Transliterate to ASCII ("Café" -> "Cafe"), dropping characters that have no transliteration."""
+    return "".join(transliterate(character) or "" for character in text)
+
+
+def untransliterable_characters(text: str) -> list[str]:
+    """The characters of `text` that to_ascii drops, in order, for the caller to report."""
+    return [character for character in text if transliterate(character) is None]
+
+
+def transliterates(cleaner_names: Iterable[str]) -> bool:
+    """Whether these cleaners run to_ascii (and so drop what it cannot transliterate)."""
+    return any(name in _TRANSLITERATING_CLEANERS for name in cleaner_names)
 
 
 def expand_abbreviations(text: str) -> str:
@@ -58,6 +93,8 @@ def english_cleaners(text: str) -> str:
     text = expand_abbreviations(text)
     return collapse_whitespace(text)
 
+
+_TRANSLITERATING_CLEANERS = {"english_cleaners", "transliteration_cleaners"}
 
 CLEANERS: dict[str, Callable[[str], str]] = {
     cleaner.__name__: cleaner for cleaner in (english_cleaners, basic_cleaners, transliteration_cleaners)

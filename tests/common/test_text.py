@@ -165,12 +165,32 @@ def test_unknown_character_is_logged_once_with_source_and_counted(caplog):
     assert processor.unknown_counts == {'"': 4, "\u200b": 1}
 
 
-def test_characters_without_transliteration_are_reported_not_dropped(caplog):
+def test_characters_without_transliteration_are_dropped_and_reported(caplog):
     processor = TextProcessor()
     with caplog.at_level(logging.WARNING, logger="common.text"):
-        processor.encode("ok \U0001F600", source="phrases/a.txt:1")
-    assert processor.unknown_counts == {"\U0001F600": 1}
-    assert "U+1F600" in caplog.text
+        assert processor.encode("ok \U0001F600 then {HH} \U0001F600", source="phrases/a.txt:1") == [
+            *ids_of("ok then "), HH]
+    assert processor.unknown_counts == {"\U0001F600": 2}
+    assert "U+1F600" in caplog.text and "phrases/a.txt:1" in caplog.text
+    with pytest.raises(ValueError, match=r"s:2: .*U\+1F600"):
+        TextProcessor(strict=True).encode("ok \U0001F600", source="s:2")
+
+
+# What NVIDIA's english_cleaners give, and so the ids their published Tacotron 2 was trained on: their own
+# transliteration table spells o-umlaut "oe" and has no entry for the em dash, the ellipsis or emoji, which are dropped
+# before the spaces are collapsed (PyPI unidecode gives "o", "--" and "...").
+@pytest.mark.parametrize("text, nvidia_ids_text", [
+    ("Schr\u00f6dinger", "schroedinger"),
+    ("\u00d6sterreich", "oesterreich"),
+    ("yes \u2014 no", "yes no"),
+    ("yes\u2014no", "yesno"),
+    ("wait\u2026 what", "wait what"),
+    ("hi \U0001F600 there", "hi there"),
+    ("hi \U0001F600\U0001F600  there \u2026", "hi there"),
+])
+def test_english_cleaners_transliterate_as_nvidia(text, nvidia_ids_text):
+    assert TextProcessor().encode(text) == ids_of(nvidia_ids_text)
+    assert english_cleaners(text).strip() == nvidia_ids_text
 
 
 def test_pad_symbol_is_never_encoded():

@@ -16,6 +16,8 @@ import numpy as np
 import soundfile
 import torch
 
+from common.errors import UserError, UserFileNotFoundError
+
 LOG_CLAMP_MIN = 1e-5
 
 
@@ -49,14 +51,14 @@ class AudioParams:
         return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
 
     def check_matches(self, other: "AudioParams", this_name: str, other_name: str) -> None:
-        """Raise a ValueError naming every parameter on which two components disagree."""
+        """Raise a UserError (a ValueError) naming every parameter on which two components disagree."""
         differences = [
             f"{f.name}: {getattr(self, f.name)} ({this_name}) vs {getattr(other, f.name)} ({other_name})"
             for f in dataclasses.fields(self)
             if getattr(self, f.name) != getattr(other, f.name)
         ]
         if differences:
-            raise ValueError(
+            raise UserError(
                 f"audio parameters of {this_name} and {other_name} differ, so the mels would not mean the same "
                 "thing to both: " + "; ".join(differences)
             )
@@ -82,20 +84,20 @@ def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1
     """Read a mono wav as float32 in [-1, 1]; every failure names the file."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"audio file not found: {path}")
+        raise UserFileNotFoundError(f"audio file not found: {path}")
     try:
         audio, sampling_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except Exception as error:  # soundfile raises several types for unreadable files
-        raise ValueError(f"cannot read audio file {path}: {error}") from error
+        raise UserError(f"cannot read audio file {path}: {error}") from error
     if sampling_rate != expected_sampling_rate:
-        raise ValueError(
+        raise UserError(
             f"{path}: sampling rate is {sampling_rate} Hz, expected {expected_sampling_rate} Hz "
             "(resample the corpus, or set --sampling-rate)"
         )
     if audio.shape[1] != 1:
-        raise ValueError(f"{path}: has {audio.shape[1]} channels, expected mono")
+        raise UserError(f"{path}: has {audio.shape[1]} channels, expected mono")
     if audio.shape[0] < min_samples:
-        raise ValueError(f"{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
+        raise UserError(f"{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
     return torch.from_numpy(audio[:, 0].copy())
 
 

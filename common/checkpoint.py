@@ -5,7 +5,11 @@ A training checkpoint of this project is a dict:
     state_dict, optimizer, scaler, lr_schedule, epoch (epochs completed), iteration (optimizer steps taken),
     rng_states (one entry per rank), args (the training command line as a dict)
 NVIDIA's published checkpoints hold only {'state_dict', 'config', ...} (or a bare state dict) with DDP's `module.`
-prefix and the old weight_g/weight_v weight-norm names; `read_model_state` accepts those too.
+prefix and the old weight_g/weight_v weight-norm names; `model_state_from_checkpoint` accepts those too, and
+`load_trained_model` also takes weights saved after weight norm was folded away (what NVIDIA's inference holds).
+
+Every mistake in what the user gave (missing, corrupt or unsafe file, another model's checkpoint, weights that do not
+fit) is a common.errors.UserError naming the file (and the flag that gave it, where the caller says which).
 """
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
+
+from common.errors import UserError, UserFileNotFoundError
 
 FORMAT_VERSION = 1
 
@@ -53,20 +60,56 @@ def point_last_checkpoint_to(output_dir: str | Path, model_name: str, target: Pa
     os.replace(temporary, pointer)
 
 
-def load_checkpoint(path: str | Path, expected_model: str | None = None) -> dict:
-    """Read a checkpoint safely (tensors and plain containers only) and check which model it belongs to."""
+def describe_source(path: str | Path, flag: str | None = None) -> str:
+    """How messages name a checkpoint: with the flag that gave it when known (`--waveglow out/w.pt`)."""
+    return f"{flag} {path}" if flag else str(path)
+
+
+_UNSAFE_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
+
+
+def _unreadable_checkpoint(path: Path, source: str, error: BaseException) -> UserError:
+    """What to tell the user when torch.load fails. torch's own message for weights_only=True suggests retrying with
+    weights_only=False, which is the wrong advice for a corrupt file and unsafe advice for a file of unknown origin."""
+    unsafe = _UNSAFE_GLOBAL.search(str(error))
+    if unsafe:
+        return UserError(
+            f"cannot read checkpoint {source}: it stores a Python object ({unsafe.group(1)}) besides tensors and plain "
+            "containers, and this project only loads weights (unpickling objects can run code); if you trust the "
+            f"file, re-save its weights once: torch.save(torch.load('{path}', weights_only=False)['state_dict'], "
+            "'weights.pt') (or .state_dict() of the model it holds) and give weights.pt instead")
+    if path.stat().st_size == 0:
+        reason = "the file is empty"
+    elif isinstance(error, RuntimeError):  # the zip reader: truncated or damaged archive
+        reason = f"the file is damaged or truncated ({str(error).split('.')[0].strip()})"
+    else:
+        reason = "the file is damaged, truncated, or not a PyTorch checkpoint"
+    return UserError(f"cannot read checkpoint {source}: {reason}; copy or download it again, or give another file")
+
+
+def load_checkpoint(path: str | Path, expected_model: str | None = None, flag: str | None = None) -> dict:
+    """Read a checkpoint safely (tensors and plain containers only) and check which model it belongs to.
+    `flag` is the command-line flag that gave the path, for the error messages."""
     path = Path(path)
+    source = describe_source(path, flag)
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
+        raise UserFileNotFoundError(f"checkpoint not found: {source}")
+    if path.is_dir():
+        raise UserError(f"{source} is a folder; give a checkpoint file (e.g. {path}/checkpoint_<model>_last.pt)")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
-        raise ValueError(f"cannot read checkpoint {path}: {error}") from error
+    except PermissionError as error:
+        raise UserError(f"cannot read checkpoint {source}: {error.strerror}") from error
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError,
+            AttributeError, ImportError, UnicodeDecodeError) as error:  # what a damaged pickle or zip can raise
+        raise _unreadable_checkpoint(path, source, error) from error
     if not isinstance(checkpoint, dict):
-        raise ValueError(f"checkpoint {path} holds a {type(checkpoint).__name__}, expected a dict")
+        raise UserError(f"checkpoint {source} holds a {type(checkpoint).__name__}, expected a dict (a state dict, "
+                        "or a checkpoint of this project or of NVIDIA's)")
     found = checkpoint.get("model_name")
     if expected_model is not None and found is not None and found != expected_model:
-        raise ValueError(f"checkpoint {path} is a {found} checkpoint, expected {expected_model}")
+        raise UserError(f"checkpoint {source} is a {found} checkpoint, expected {expected_model}; "
+                        f"give a {expected_model} checkpoint there")
     return checkpoint
 
 
@@ -89,13 +132,31 @@ def remap_legacy_state_dict(state_dict: dict) -> dict:
     return remapped
 
 
-def model_state_from_checkpoint(checkpoint: dict) -> dict:
+def model_state_from_checkpoint(checkpoint: dict, source: str = "checkpoint") -> dict:
     """The model weights of a checkpoint of ours, of NVIDIA's ({'state_dict': ...}), or a bare state dict."""
-    if "state_dict" in checkpoint:
+    if isinstance(checkpoint.get("state_dict"), dict):
         return remap_legacy_state_dict(checkpoint["state_dict"])
-    if all(isinstance(value, torch.Tensor) for value in checkpoint.values()):
+    if checkpoint and all(isinstance(value, torch.Tensor) for value in checkpoint.values()):
         return remap_legacy_state_dict(checkpoint)
-    raise ValueError(f"checkpoint has no 'state_dict' entry (keys: {sorted(checkpoint)[:10]})")
+    raise UserError(f"{source} has no 'state_dict' entry and is no bare state dict (keys: {sorted(checkpoint)[:10]}); "
+                    "give a checkpoint of this project, NVIDIA's, or a saved state_dict()")
+
+
+def unfold_weight_norm_where_folded(model: nn.Module, state_dict: dict) -> list[str]:
+    """Drop the weight-norm parametrization of each module whose weights were saved with weight norm folded away.
+
+    NVIDIA's inference removes weight norm after loading (WaveGlow.remove_weightnorm), and a state dict saved from
+    that model holds one plain `<module>.weight` where ours holds `parametrizations.weight.original0/1`. Such
+    weights are exactly what inference computes with, so the module takes them as a plain weight: the audio equals
+    that of the unfolded weights, which inference folds the same way. Returns the modules changed."""
+    changed = []
+    for name, module in model.named_modules():
+        prefix = f"{name}." if name else ""
+        if (parametrize.is_parametrized(module, "weight") and f"{prefix}weight" in state_dict
+                and f"{prefix}parametrizations.weight.original0" not in state_dict):
+            parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+            changed.append(name)
+    return changed
 
 
 def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
@@ -118,26 +179,34 @@ def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
             problems.append(f"unexpected keys: {first(unexpected)}")
         if wrong_shape:
             problems.append(f"shape mismatches (check the model flags, e.g. --wn-channels): {first(wrong_shape)}")
-        raise ValueError(f"weights in {source} do not fit the model: " + "; ".join(problems))
+        raise UserError(f"weights in {source} do not fit the model: " + "; ".join(problems))
     model.load_state_dict(state_dict, strict=True)
 
 
-def load_trained_model(recipe, path: str | Path, device: torch.device, published_config: dict | None = None):
+def load_trained_model(recipe, path: str | Path, device: torch.device, published_config: dict | None = None,
+                       flag: str | None = None):
     """Build a recipe's model from a checkpoint for inference; returns (model in eval mode, checkpoint dict).
 
     Our checkpoints carry their model config. NVIDIA's carry theirs under `config`, translated by the recipe; what it
     leaves out, and everything for a file with weights only, comes from `published_config` (the model flags on the
-    command line, e.g. --wn-channels 256)."""
-    checkpoint = load_checkpoint(path, expected_model=recipe.name)
+    command line, e.g. --wn-channels 256). Weights saved with weight norm folded away load too (see
+    unfold_weight_norm_where_folded). `flag` names the command-line flag that gave the path, for error messages."""
+    source = describe_source(path, flag)
+    checkpoint = load_checkpoint(path, expected_model=recipe.name, flag=flag)
     config = checkpoint.get("model_config")
     if config is None and isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None:
         try:
             config = {**(published_config or {}), **recipe.config_from_reference(checkpoint["config"])}
         except (KeyError, TypeError) as error:
-            raise ValueError(f"{path}: cannot read NVIDIA's model config {checkpoint['config']}: {error!r}") from error
+            raise UserError(f"{source}: cannot read NVIDIA's model config {checkpoint['config']}: {error!r}") from error
     config = config if config is not None else published_config
     if config is None:
-        raise ValueError(f"{path} carries no model config; give the model flags on the command line")
-    model = recipe.build_model(config)
-    load_model_state(model, model_state_from_checkpoint(checkpoint), str(path))
+        raise UserError(f"{source} carries no model config; give the model flags on the command line")
+    try:
+        model = recipe.build_model(config)
+    except (TypeError, ValueError) as error:  # a config that names unknown settings or impossible sizes
+        raise UserError(f"{source}: its model config {config} does not build a {recipe.name}: {error}") from error
+    state_dict = model_state_from_checkpoint(checkpoint, source)
+    unfold_weight_norm_where_folded(model, state_dict)
+    load_model_state(model, state_dict, source)
     return model.to(device).eval(), checkpoint

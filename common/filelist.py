@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.errors import UserError, UserFileNotFoundError
+
 
 @dataclass
 class FilelistEntry:
@@ -15,7 +17,8 @@ class FilelistEntry:
 def read_filelist(filelist: str | Path, dataset_path: str | Path, need_text: bool = True) -> list[FilelistEntry]:
     filelist = Path(filelist)
     if not filelist.is_file():
-        raise FileNotFoundError(f"filelist not found: {filelist}")
+        raise UserFileNotFoundError(f"filelist not found: {filelist}; check the path (relative to the current folder; "
+                                    "scripts/prepare_dataset.sh writes the filelists)")
     entries = []
     for number, line in enumerate(filelist.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -23,11 +26,11 @@ def read_filelist(filelist: str | Path, dataset_path: str | Path, need_text: boo
         source = f"{filelist}:{number}"
         fields = line.split("|")
         if len(fields) != 2 or not fields[0].strip():
-            raise ValueError(f"{source}: malformed line {line!r}; expected 'relative/path.wav|transcript'")
+            raise UserError(f"{source}: malformed line {line!r}; expected 'relative/path.wav|transcript'")
         path, text = fields[0].strip(), fields[1].strip()
         if need_text and not text:
-            raise ValueError(f"{source}: empty transcript for {path}")
+            raise UserError(f"{source}: empty transcript for {path}")
         entries.append(FilelistEntry(Path(dataset_path) / path, text, source))
     if not entries:
-        raise ValueError(f"filelist {filelist} has no entries")
+        raise UserError(f"filelist {filelist} has no entries")
     return entries

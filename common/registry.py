@@ -1,4 +1,5 @@
-"""Which folder holds each model family's Recipe: train.py and inference.py dispatch on `-m NAME` through this."""
+"""Where each model family lives: train.py dispatches `-m NAME` to RECIPES, inference.py to INFERENCE, and
+inference.py's `--vocoder NAME` (or the vocoder's checkpoint flag, `--<name in lower case> CKPT`) to VOCODERS."""
 from __future__ import annotations
 
 import importlib
@@ -9,6 +10,22 @@ RECIPES = {
     "Tacotron2": "tacotron2.recipe",
     "WaveGlow": "waveglow.recipe",
     "WaveNet": "nvwavenet.recipe",
+}
+
+# inference.py -m NAME: a module with add_args(parser) and run(args). The vocoders' parts turn mel .pt files into wavs.
+INFERENCE = {
+    "Tacotron2": "tacotron2.inference",
+    "WaveGlow": "waveglow.inference",
+    "WaveNet": "nvwavenet.inference",
+}
+DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
+
+# Vocoders an acoustic model's mels can go to: a module with load_vocoder(checkpoint, args, device, flag) (flag: the
+# option that gave the checkpoint, for messages) and, optionally, add_inference_args(parser). Griffin-Lim needs no
+# checkpoint and is built in (common/vocoder.py).
+VOCODERS = {
+    "WaveGlow": "waveglow.vocoder",
+    "WaveNet": "nvwavenet.vocoder",
 }
 
 
@@ -26,3 +43,10 @@ def model_name_in(argv: list[str]) -> str | None:
         if token.startswith("--model-name="):
             return token.split("=", 1)[1]
     return None
+
+
+def get_inference_part(name: str):
+    """The module that runs `inference.py -m NAME` (add_args(parser), run(args))."""
+    if name not in INFERENCE:
+        raise ValueError(f"unknown model '{name}' for inference; choose one of {', '.join(INFERENCE)}")
+    return importlib.import_module(INFERENCE[name])

@@ -1,15 +1,26 @@
-"""The seam between acoustic models and vocoders: anything that turns a batch of log mels into audio.
+"""The seam between acoustic models and vocoders: anything that turns a batch of log mels into audio, and how
+inference.py chooses one.
 
-inference.py talks to every vocoder (Griffin-Lim, WaveGlow, WaveNet, later HiFi-GAN) through this interface. Each
-vocoder carries the AudioParams its mels must have, and inference.py refuses a pairing whose parameters differ.
+inference.py talks to every vocoder (Griffin-Lim, WaveGlow, WaveNet, later HiFi-GAN) through the Vocoder interface.
+Each vocoder carries the AudioParams its mels must have, and inference.py refuses a pairing whose parameters differ.
+The vocoders with checkpoints are listed in common.registry.VOCODERS; one is chosen by `--vocoder NAME
+--vocoder-checkpoint CKPT` or by its own checkpoint flag, `--<name in lower case> CKPT` (`--waveglow W.pt`).
+Griffin-Lim, which needs no checkpoint, is the default.
 """
 from __future__ import annotations
 
+import argparse
+import importlib
+from types import ModuleType
 from typing import Protocol
 
 import torch
 
 from common.audio import AudioParams, griffin_lim
+from common.errors import UserError
+from common.registry import VOCODERS
+
+GRIFFIN_LIM = "GriffinLim"
 
 
 class Vocoder(Protocol):
@@ -30,3 +41,89 @@ class GriffinLimVocoder:
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
         return griffin_lim(mel.float(), self.audio_params, n_iters=self.n_iters)
+
+
+def checkpoint_flag(vocoder_name: str) -> str:
+    return f"--{vocoder_name.lower()}"
+
+
+def vocoder_module(name: str) -> ModuleType | None:
+    """The vocoder's module, or None where this installation lacks it (a folder left out of a slim image)."""
+    try:
+        return importlib.import_module(VOCODERS[name])
+    except ModuleNotFoundError as error:
+        if error.name != VOCODERS[name]:
+            raise  # the module exists but something it imports is missing: a real error
+        return None
+
+
+def vocoder_name(text: str) -> str:
+    """--vocoder's value, case and punctuation aside (waveglow, WaveGlow, griffin-lim)."""
+    wanted = text.replace("-", "").replace("_", "").lower()
+    for name in (GRIFFIN_LIM, *VOCODERS):
+        if name.lower() == wanted:
+            return name
+    raise argparse.ArgumentTypeError(f"unknown vocoder '{text}'; choose one of {', '.join((GRIFFIN_LIM, *VOCODERS))}")
+
+
+def add_vocoder_args(parser: argparse.ArgumentParser, only: str | None = None) -> None:
+    """The vocoder choice and every vocoder's own flags; `only` (for `inference.py -m WaveGlow`): that vocoder's
+    checkpoint flag and flags alone, with no choice to make."""
+    names = [only] if only is not None else list(VOCODERS)
+    group = parser.add_argument_group("vocoder")
+    if only is None:
+        group.add_argument("--vocoder", type=vocoder_name, default=None,
+                           help=f"{', '.join((GRIFFIN_LIM, *VOCODERS))} (default: the one whose checkpoint flag is "
+                                f"given, else {GRIFFIN_LIM})")
+        group.add_argument("--vocoder-checkpoint", default=None, metavar="CKPT",
+                           help="checkpoint of the --vocoder (or use its own flag, e.g. --waveglow CKPT)")
+        group.add_argument("--griffin-lim-iters", type=int, default=60)
+    for name in names:
+        group.add_argument(checkpoint_flag(name), default=None, metavar="CKPT", required=only is not None,
+                           help=f"{name} checkpoint" + ("" if only else f": vocode with {name}"))
+        module = vocoder_module(name)
+        add_own_args = getattr(module, "add_inference_args", None)
+        if add_own_args is not None:
+            add_own_args(parser)
+
+
+def chosen_vocoder(args: argparse.Namespace) -> tuple[str, str | None, str]:
+    """(vocoder name, its checkpoint, the flag that gave the checkpoint) from --vocoder, --vocoder-checkpoint and
+    the vocoders' own checkpoint flags; contradictions are user errors."""
+    by_flag = [name for name in VOCODERS if getattr(args, checkpoint_flag(name)[2:], None)]
+    if len(by_flag) > 1:
+        raise UserError(f"give one vocoder checkpoint, got {' and '.join(checkpoint_flag(name) for name in by_flag)}")
+    named = getattr(args, "vocoder", None)
+    general_checkpoint = getattr(args, "vocoder_checkpoint", None)
+    if by_flag:
+        name = by_flag[0]
+        flag = checkpoint_flag(name)
+        if named is not None and named != name:
+            raise UserError(f"--vocoder {named} contradicts {flag}; drop one of them")
+        if general_checkpoint:
+            raise UserError(f"--vocoder-checkpoint and {flag} both give a vocoder checkpoint; drop one of them")
+        return name, getattr(args, flag[2:]), flag
+    if named is None:
+        if general_checkpoint:
+            raise UserError(f"--vocoder-checkpoint needs --vocoder NAME ({', '.join(VOCODERS)})")
+        return GRIFFIN_LIM, None, ""
+    if named == GRIFFIN_LIM:
+        if general_checkpoint:
+            raise UserError(f"--vocoder {GRIFFIN_LIM} takes no checkpoint; drop --vocoder-checkpoint")
+        return GRIFFIN_LIM, None, ""
+    if not general_checkpoint:
+        raise UserError(f"--vocoder {named} needs its checkpoint: --vocoder-checkpoint CKPT or "
+                        f"{checkpoint_flag(named)} CKPT")
+    return named, general_checkpoint, "--vocoder-checkpoint"
+
+
+def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_params: AudioParams):
+    """The chosen vocoder, ready to run on device. Griffin-Lim takes the audio parameters of the mels it is given
+    (mel_audio_params); the others carry theirs, which the caller checks against the mels'."""
+    name, checkpoint, flag = chosen_vocoder(args)
+    if name == GRIFFIN_LIM:
+        return GriffinLimVocoder(mel_audio_params, args.griffin_lim_iters)
+    module = vocoder_module(name)
+    if module is None:
+        raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
+    return module.load_vocoder(checkpoint, args, device, flag=flag)

@@ -1,4 +1,5 @@
-"""WaveNet as the vocoder of inference.py:  python inference.py --tacotron2 T.pt --wavenet W.pt --wavenet-impl auto"""
+"""WaveNet as the vocoder of inference.py:  python inference.py --tacotron2 T.pt --wavenet W.pt --wavenet-impl auto
+(`python inference.py -m WaveNet -i mels/ -o out/ --wavenet W.pt` vocodes mel .pt files: nvwavenet/inference.py)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +8,7 @@ import torch
 
 from common.audio import AudioParams
 from common.checkpoint import load_trained_model
+from common.errors import UserError
 from common.registry import get_recipe
 from nvwavenet.incremental import generate
 from nvwavenet.model import mu_law_decode
@@ -41,10 +43,10 @@ class WaveNetVocoder:
         return mu_law_decode(classes, self.model.out_channels)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> WaveNetVocoder:
-    model, checkpoint = load_trained_model(get_recipe("WaveNet"), path, device)
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag: str = "--wavenet") -> WaveNetVocoder:
+    model, checkpoint = load_trained_model(get_recipe("WaveNet"), path, device, flag=flag)
     if not checkpoint.get("audio_params"):
-        raise ValueError(f"{path} carries no audio parameters; it is not a WaveNet checkpoint of this project")
+        raise UserError(f"{flag} {path} carries no audio parameters; it is not a WaveNet checkpoint of this project")
     implementation = args.wavenet_impl
     if device.type != "cuda":
         if implementation not in ("auto", "cpu"):

@@ -21,8 +21,10 @@ import torch
 import inference
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
+from common.inference_args import latency_statistics
 from common.registry import get_recipe
 from common.text import TextProcessor
+from tacotron2.inference import Synthesizer, read_phrases, throughput_record
 
 
 def random_checkpoint(model_name: str, config: dict, folder: Path, adjust=None) -> Path:
@@ -65,8 +67,8 @@ def main() -> None:
                 str(options.decoder_steps), "--no-torchscript"]
         argv += ["--cpu"] if options.cpu else []
         argv += {"fp32": [], "bf16": ["--bf16"], "fp16": ["--amp"]}[options.precision]
-        synthesizer = inference.Synthesizer(inference.build_parser().parse_args(argv))
-    phrases = [text for _, text in inference.read_phrases(f"phrases/phrase_{options.input_length}.txt")]
+        synthesizer = Synthesizer(inference.build_parser().parse_args(argv))
+    phrases = [text for _, text in read_phrases(f"phrases/phrase_{options.input_length}.txt")]
     texts = (phrases * options.batch_size)[: options.batch_size]
 
     def run():
@@ -75,11 +77,11 @@ def main() -> None:
 
     for _ in range(options.warmup):
         run()
-    records = [inference.throughput_record(run(), synthesizer.audio_params) for _ in range(options.repeats)]
+    records = [throughput_record(run(), synthesizer.audio_params) for _ in range(options.repeats)]
     result = {"device": str(synthesizer.device), "batch_size": options.batch_size,
               "input_length": options.input_length, "precision": options.precision,
               "wn_channels": options.wn_channels, "torch_threads": torch.get_num_threads(),
-              **inference.latency_statistics([record["latency"] for record in records])}
+              **latency_statistics([record["latency"] for record in records])}
     for key in ("tacotron2_latency", "vocoder_latency", "samples_per_sec", "real_time_factor", "mel_frames"):
         result[key] = float(np.mean([record[key] for record in records]))
     print(json.dumps(result))

@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import Dataset
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
+from common.errors import UserFileNotFoundError
 from common.filelist import read_filelist
 from common.text import TextProcessor
 
@@ -50,7 +51,7 @@ class TextMelDataset(Dataset):
         entry = self.entries[index]
         if self.load_mel_from_disk:
             if not entry.path.is_file():
-                raise FileNotFoundError(f"{entry.source}: mel file not found: {entry.path}")
+                raise UserFileNotFoundError(f"{entry.source}: mel file not found: {entry.path}")
             mel = torch.load(entry.path, map_location="cpu", weights_only=True)
             if mel.dim() != 2 or mel.shape[0] != self.audio.n_mel_channels:
                 raise ValueError(f"{entry.source}: {entry.path} holds a mel of shape {tuple(mel.shape)}, "

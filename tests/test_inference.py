@@ -1,5 +1,6 @@
 """inference.py end to end: wavs per line in input order, batching, TorchScript, benchmark mode and clear errors."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,7 +11,10 @@ import inference
 import train
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
+from common.errors import UserError
+from common.inference_args import latency_statistics
 from common.logger import read_dllogger_file
+from tacotron2.inference import Synthesizer
 from tests.waveglow.test_vocoder import nvidia_checkpoint  # noqa: F401 (a fixture)
 
 TINY = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
@@ -63,7 +67,7 @@ def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_pat
          "--batch-size", "3", "--seed", "5"])
     arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2", str(tacotron2_checkpoint),
                                                      "--cpu"])
-    synthesizer = inference.Synthesizer(arguments)
+    synthesizer = Synthesizer(arguments)
     texts = ["Hello world.", "A much longer sentence comes second, with a number: 42.", "Short."]
     together = synthesizer.synthesize(texts, ["a", "b", "c"], seed=5)
     for index, text in enumerate(texts):
@@ -88,7 +92,7 @@ def test_torchscript_path_equals_eager(tacotron2_checkpoint):
     for flag in ("--torchscript", "--no-torchscript"):
         arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                          str(tacotron2_checkpoint), "--cpu", flag])
-        results[flag] = inference.Synthesizer(arguments).synthesize(["Testing one two."], ["t"], seed=3)
+        results[flag] = Synthesizer(arguments).synthesize(["Testing one two."], ["t"], seed=3)
     torch.testing.assert_close(results["--torchscript"]["mel"], results["--no-torchscript"]["mel"])
 
 
@@ -104,7 +108,7 @@ def test_benchmark_mode_reports_measured_percentiles(tacotron2_checkpoint, phras
 
 
 def test_latency_statistics_are_measured_percentiles():
-    stats = inference.latency_statistics([1.0, 2.0, 3.0, 4.0, 100.0])
+    stats = latency_statistics([1.0, 2.0, 3.0, 4.0, 100.0])
     assert stats["latency_p50"] == 3.0
     assert stats["latency_p90"] == pytest.approx(4.0 + 0.6 * 96.0)
     assert stats["latency_mean"] == 22.0
@@ -135,7 +139,7 @@ def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tm
         def __init__(self, audio_params, n_iters):
             super().__init__(AudioParams(mel_fmax=7000.0), n_iters)
 
-    monkeypatch.setattr(inference, "GriffinLimVocoder", MismatchedVocoder)
+    monkeypatch.setattr(common.vocoder, "GriffinLimVocoder", MismatchedVocoder)
     phrases = tmp_path / "p.txt"
     phrases.write_text("Hello.\n")
     with pytest.raises(ValueError, match=r"mel_fmax: 7000.0 \(the vocoder .*\) vs 8000.0"):
@@ -164,3 +168,94 @@ def test_nvidia_format_checkpoints_synthesize_end_to_end(nvidia_checkpoint, tmp_
     for line in (1, 2):
         audio, rate = soundfile.read(str(tmp_path / "out" / f"audio_{line}.wav"))
         assert rate == 22050 and 0 < len(audio) <= 12 * 256 and len(audio) % 256 == 0
+
+
+def wav_bytes(folder) -> dict:
+    return {path.name: path.read_bytes() for path in sorted(folder.glob("*.wav"))}
+
+
+def test_the_command_line_without_m_is_tacotron2(tacotron2_checkpoint, phrases, tmp_path):
+    """inference.py's command line from before -m existed runs -m Tacotron2, with the same files, byte for byte."""
+    arguments = ["-i", str(phrases), "--tacotron2", str(tacotron2_checkpoint), "--batch-size", "2", "--seed", "7"]
+    run([*arguments, "-o", str(tmp_path / "old")])
+    run(["-m", "Tacotron2", *arguments, "-o", str(tmp_path / "new")])
+    old, new = wav_bytes(tmp_path / "old"), wav_bytes(tmp_path / "new")
+    assert sorted(old) == ["audio_1.wav", "audio_3.wav", "audio_4.wav"] and old == new
+    assert inference.build_parser().parse_args(arguments + ["-o", "x"]).model_name == "Tacotron2"
+
+
+def test_vocoder_by_name_equals_vocoder_by_checkpoint_flag(tacotron2_checkpoint, nvidia_checkpoint, phrases,
+                                                           tmp_path):
+    waveglow, _ = nvidia_checkpoint
+    base = ["-i", str(phrases), "--tacotron2", str(tacotron2_checkpoint), "-s", "0.6", "-d", "0.01"]
+    choices = {"flag": ["--waveglow", str(waveglow)],
+               "name": ["--vocoder", "WaveGlow", "--vocoder-checkpoint", str(waveglow)],
+               "both": ["--vocoder", "waveglow", "--waveglow", str(waveglow)]}
+    for name, choice in choices.items():
+        run([*base, *choice, "-o", str(tmp_path / name)])
+    assert wav_bytes(tmp_path / "flag") == wav_bytes(tmp_path / "name") == wav_bytes(tmp_path / "both")
+    run([*base, "-o", str(tmp_path / "griffin_lim")])
+    run([*base, "--vocoder", "GriffinLim", "-o", str(tmp_path / "griffin_lim_named")])
+    assert wav_bytes(tmp_path / "griffin_lim") == wav_bytes(tmp_path / "griffin_lim_named")
+    assert wav_bytes(tmp_path / "griffin_lim") != wav_bytes(tmp_path / "flag")
+    vocoders = [r["data"]["vocoder"] for name in ("name", "griffin_lim_named")
+                for r in read_dllogger_file(tmp_path / name / "nvlog.json") if r["step"] == "PARAMETER"]
+    assert vocoders == ["waveglow", "griffin_lim"]
+
+
+@pytest.mark.parametrize("choice, message", [
+    (["--vocoder", "WaveGlow"],
+     "--vocoder WaveGlow needs its checkpoint: --vocoder-checkpoint CKPT or --waveglow CKPT"),
+    (["--vocoder", "WaveNet", "--waveglow", "W.pt"], "--vocoder WaveNet contradicts --waveglow; drop one of them"),
+    (["--waveglow", "W.pt", "--wavenet", "N.pt"], "give one vocoder checkpoint, got --waveglow and --wavenet"),
+    (["--vocoder-checkpoint", "W.pt"], "--vocoder-checkpoint needs --vocoder NAME (WaveGlow, WaveNet)"),
+    (["--vocoder", "GriffinLim", "--vocoder-checkpoint", "W.pt"], "--vocoder GriffinLim takes no checkpoint"),
+])
+def test_contradictory_vocoder_choices_are_user_errors(tacotron2_checkpoint, phrases, tmp_path, choice, message):
+    with pytest.raises(UserError, match=f"^{re.escape(message)}"):
+        run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint), *choice])
+
+
+def test_each_model_takes_its_own_flags(capsys):
+    waveglow = inference.build_parser("WaveGlow").parse_args(["-m", "WaveGlow", "-i", "a.pt", "b/", "-o", "out",
+                                                              "--waveglow", "W.pt", "-s", "0.6", "--bf16"])
+    assert waveglow.input == ["a.pt", "b/"] and waveglow.sigma_infer == 0.6 and waveglow.bf16
+    assert not hasattr(waveglow, "wavenet_impl")  # another vocoder's flags are not offered
+    for argv, complaint in [(["-m", "WaveGlow", "-i", "a.pt", "-o", "out"], "required: --waveglow"),
+                            (["-m", "WaveGlow", "-i", "a.pt", "-o", "out", "--waveglow", "W.pt", "--tacotron2", "T"],
+                             "unrecognized arguments: --tacotron2"),
+                            (["-m", "HiFiGAN", "-i", "a.pt", "-o", "out"], "invalid choice: 'HiFiGAN'"),
+                            (["-i", "p.txt", "-o", "out", "--tacotron2", "T", "--vocoder", "hifi"],
+                             "unknown vocoder 'hifi'; choose one of GriffinLim, WaveGlow, WaveNet")]:
+        with pytest.raises(SystemExit):
+            inference.main(argv)
+        assert complaint in capsys.readouterr().err
+
+
+def test_mel_to_wav_mode_gives_the_audio_of_text_to_wav(tacotron2_checkpoint, nvidia_checkpoint, phrases, tmp_path):
+    """-m WaveGlow on the mels that text-to-wav saved (--save-mels, one utterance per batch) gives the same wavs."""
+    waveglow, _ = nvidia_checkpoint
+    vocoder = ["--waveglow", str(waveglow), "-s", "0.6", "-d", "0.01", "--seed", "3"]
+    run(["-i", str(phrases), "-o", str(tmp_path / "tts"), "--tacotron2", str(tacotron2_checkpoint), "--batch-size",
+         "1", "--save-mels", *vocoder])
+    mels = sorted(path.name for path in (tmp_path / "tts").glob("*.pt"))
+    assert mels == ["mel_1.pt", "mel_3.pt", "mel_4.pt"]
+    inference.main(["-m", "WaveGlow", "-i", str(tmp_path / "tts"), "-o", str(tmp_path / "vocoded"), "--suffix",
+                    "_wg", "--quiet", "--cpu", *vocoder])
+    vocoded = wav_bytes(tmp_path / "vocoded")
+    assert sorted(vocoded) == ["mel_1_wg.wav", "mel_3_wg.wav", "mel_4_wg.wav"]
+    for line in (1, 3, 4):
+        mel = torch.load(tmp_path / "tts" / f"mel_{line}.pt")
+        audio, _ = soundfile.read(str(tmp_path / "vocoded" / f"mel_{line}_wg.wav"))
+        assert mel.shape[0] == 80 and len(audio) == mel.shape[1] * 256
+        assert vocoded[f"mel_{line}_wg.wav"] == (tmp_path / "tts" / f"audio_{line}.wav").read_bytes()
+    records = [r["data"] for r in read_dllogger_file(tmp_path / "vocoded" / "nvlog.json") if r["step"] == [0]]
+    assert records[0]["samples_per_sec"] > 0 and records[0]["input"].endswith("mel_1.pt")
+
+
+def test_mel_to_wav_mode_refuses_mels_of_the_wrong_shape(nvidia_checkpoint, tmp_path):
+    waveglow, _ = nvidia_checkpoint
+    torch.save(torch.zeros(40, 5), tmp_path / "small.pt")
+    with pytest.raises(UserError, match=r"small.pt holds \(40, 5\), expected a log mel of shape \(80, frames\)"):
+        inference.main(["-m", "WaveGlow", "-i", str(tmp_path / "small.pt"), "-o", str(tmp_path / "o"), "--cpu",
+                        "--waveglow", str(waveglow)])

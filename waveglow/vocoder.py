@@ -1,7 +1,9 @@
 """WaveGlow as the vocoder of inference.py:
     python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --waveglow W.pt -s 0.6 -d 0.01
 The model is built from the checkpoint's config (ours, or the `config` NVIDIA's train.py saves); a file of bare
-weights needs the model flag: --wn-channels 256 for NVIDIA's waveglow256pyt_fp16 if it carries none."""
+weights needs the model flag: --wn-channels 256 for NVIDIA's waveglow256pyt_fp16 if it carries none. Weights saved
+after weight norm was removed (NVIDIA's inference model, saved) load as they are.
+`python inference.py -m WaveGlow -i mels/ -o out/ --waveglow W.pt` vocodes mel .pt files (waveglow/inference.py)."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +12,7 @@ import torch
 
 from common.audio import AudioParams
 from common.checkpoint import load_trained_model
+from common.errors import UserError
 from common.layers import remove_weight_norm
 from common.registry import get_recipe
 from waveglow.denoiser import BIAS_MEL_VALUES, Denoiser
@@ -46,13 +49,15 @@ class WaveGlowVocoder:
         return audio.clamp(-1.0, 1.0)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device) -> WaveGlowVocoder:
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
+                 flag: str = "--waveglow") -> WaveGlowVocoder:
     defaults = AudioParams()
     published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels or 512,
                         "hop_length": defaults.hop_length, "win_length": defaults.win_length}
-    model, checkpoint = load_trained_model(get_recipe("WaveGlow"), path, device, published_config=published_config)
+    model, checkpoint = load_trained_model(get_recipe("WaveGlow"), path, device, published_config=published_config,
+                                           flag=flag)
     if args.wn_channels is not None and args.wn_channels != model.WN[0].n_channels:
-        raise ValueError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {path} has "
+        raise UserError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {flag} {path} has "
                          f"{model.WN[0].n_channels} channels (from its config); drop the flag")
     remove_weight_norm(model)
     if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op

@@ -3,6 +3,7 @@ import torch
 from torch import nn
 
 from common import checkpoint as ckpt
+from common.errors import UserError, UserFileNotFoundError
 from common.layers import remove_weight_norm, weight_norm
 
 
@@ -113,3 +114,59 @@ def test_mismatched_weights_list_missing_unexpected_and_shapes():
     message = str(error.value)
     assert "some.pt" in message and "missing keys: linear.bias" in message
     assert "unexpected keys: extra.weight" in message and "linear.weight: (5, 4) in some.pt, (2, 4)" in message
+
+
+def test_a_damaged_checkpoint_says_so_without_torchs_weights_only_advice(tmp_path):
+    """torch's own message suggests weights_only=False ("will likely succeed"): wrong for a damaged file."""
+    whole = tmp_path / "whole.pt"
+    torch.save({"state_dict": TinyNet().state_dict()}, whole)
+    truncated, empty, text = tmp_path / "truncated.pt", tmp_path / "empty.pt", tmp_path / "notes.pt"
+    truncated.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    empty.write_bytes(b"")
+    text.write_text("hello\n")
+    expected = {truncated: "the file is damaged or truncated", empty: "the file is empty",
+                text: "the file is damaged, truncated, or not a PyTorch checkpoint"}
+    for path, reason in expected.items():
+        with pytest.raises(UserError) as error:
+            ckpt.load_checkpoint(path, flag="--tacotron2")
+        message = str(error.value)
+        assert message.startswith(f"cannot read checkpoint --tacotron2 {path}: {reason}")
+        assert message.endswith("copy or download it again, or give another file")
+        assert "weights_only" not in message and "\n" not in message
+
+
+def test_a_checkpoint_holding_python_objects_names_the_object_and_how_to_resave(tmp_path):
+    path = tmp_path / "pickled.pt"
+    torch.save({"state_dict": {}, "payload": Payload()}, path)
+    with pytest.raises(UserError, match=r"it stores a Python object \(.*Payload\) .* re-save its weights once: "
+                                        r"torch.save\(torch.load\('.*pickled.pt', weights_only=False\)"):
+        ckpt.load_checkpoint(path)
+
+
+def test_missing_file_folder_and_wrong_model_name_the_flag(tmp_path):
+    with pytest.raises(UserFileNotFoundError, match=r"^checkpoint not found: --waveglow .*nothing.pt$"):
+        ckpt.load_checkpoint(tmp_path / "nothing.pt", flag="--waveglow")
+    with pytest.raises(UserError, match=r"is a folder; give a checkpoint file"):
+        ckpt.load_checkpoint(tmp_path)
+    path = tmp_path / "waveglow.pt"
+    ckpt.save_checkpoint({"model_name": "WaveGlow", "state_dict": {}}, path)
+    with pytest.raises(UserError, match=r"^checkpoint --tacotron2 .*waveglow.pt is a WaveGlow checkpoint, expected "
+                                        r"Tacotron2; give a Tacotron2 checkpoint there$"):
+        ckpt.load_checkpoint(path, expected_model="Tacotron2", flag="--tacotron2")
+
+
+def test_weights_saved_after_folding_weight_norm_load_as_plain_weights():
+    """A state dict saved after weight norm was removed has `conv.weight` where the model has parametrizations:
+    that module takes the plain weight, and computes what the original did."""
+    torch.manual_seed(0)
+    original = TinyNet()
+    x = torch.randn(2, 3, 9)
+    expected = original.conv(x)
+    folded_state = remove_weight_norm(original).state_dict()
+    assert "conv.weight" in folded_state and not any("parametrizations" in key for key in folded_state)
+    target = TinyNet()
+    assert ckpt.unfold_weight_norm_where_folded(target, folded_state) == ["conv"]
+    ckpt.load_model_state(target, folded_state, "folded.pt")
+    torch.testing.assert_close(target.conv(x), expected)
+    # Weights with weight norm still in place change nothing.
+    assert ckpt.unfold_weight_norm_where_folded(TinyNet(), TinyNet().state_dict()) == []

@@ -6,6 +6,9 @@ import argparse
 import pytest
 import torch
 
+import inference
+from common.checkpoint import load_trained_model
+from common.registry import get_recipe
 from tests.waveglow.test_reference_equations import legacy_state_dict, reference_infer
 from waveglow.vocoder import load_vocoder
 
@@ -80,3 +83,34 @@ def test_an_unreadable_nvidia_config_names_the_file(nvidia_checkpoint, tmp_path)
     torch.save({"config": {"n_mel_channels": 80}, "state_dict": state_dict}, path)
     with pytest.raises(ValueError, match=r"odd_config.pt: cannot read NVIDIA's model config .*WN_config"):
         load_vocoder(str(path), vocoder_args(), torch.device("cpu"))
+
+
+def test_weights_saved_after_weight_norm_removal_give_the_same_audio(nvidia_checkpoint, tmp_path):
+    """NVIDIA's inference removes weight norm after loading, and users save that model's state dict: one plain
+    `weight` per convolution instead of weight_g/weight_v. It loads, and gives the original's audio for a seed."""
+    path, _ = nvidia_checkpoint
+    original = load_vocoder(str(path), vocoder_args(), torch.device("cpu"))
+    folded_state = original.model.state_dict()  # the vocoder folds weight norm, as NVIDIA's inference does
+    assert "WN.0.start.weight" in folded_state and not any("parametrizations" in key for key in folded_state)
+    folded = tmp_path / "waveglow_folded.pt"
+    torch.save({"state_dict": {f"module.{key}": value for key, value in folded_state.items()},
+                "config": NVIDIA_CONFIG}, folded)
+    mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(5))
+    reloaded = load_vocoder(str(folded), vocoder_args(denoising_strength=0.01), torch.device("cpu"))
+    original = load_vocoder(str(path), vocoder_args(denoising_strength=0.01), torch.device("cpu"))
+    assert torch.equal(reloaded(mel), original(mel))
+
+    # load_trained_model (no folding of its own): the same flow as the model with weight norm.
+    model, _ = load_trained_model(get_recipe("WaveGlow"), folded, torch.device("cpu"))
+    unfolded, _ = load_trained_model(get_recipe("WaveGlow"), path, torch.device("cpu"))
+    noise = torch.randn(1, 8, 6 * 256 // 8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = unfolded.infer(mel, sigma=0.6, noise=noise)
+        torch.testing.assert_close(model.infer(mel, sigma=0.6, noise=noise), expected)
+
+    # And through inference.py --waveglow (here vocoding a mel file): the same wav as the original checkpoint's.
+    torch.save(mel[0], tmp_path / "mel.pt")
+    for name, checkpoint in (("original", path), ("folded", folded)):
+        inference.main(["-m", "WaveGlow", "-i", str(tmp_path / "mel.pt"), "-o", str(tmp_path / name), "--cpu",
+                        "--quiet", "--waveglow", str(checkpoint), "-s", "0.6", "--seed", "11"])
+    assert (tmp_path / "folded" / "mel.wav").read_bytes() == (tmp_path / "original" / "mel.wav").read_bytes()

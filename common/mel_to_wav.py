@@ -1,0 +1,109 @@
+"""Vocoding mel files: the inference part of every vocoder family (`inference.py -m WaveGlow`, `-m WaveNet`).
+
+    python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01] [--cpu] [--amp|--bf16]
+
+Reads log mels saved as .pt tensors of shape (n_mel_channels, frames) (what `inference.py --save-mels` and
+scripts/prepare_mels.sh write), given as files or folders of them, and writes <file stem><suffix>.wav for each, one
+at a time (padding a batch would change the audio near each mel's end: the vocoders' convolutions see across it).
+Each file's noise is drawn from --seed, so a file gives the same audio alone or among others, and the same audio as
+text-to-wav with that vocoder and seed at batch size 1.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from common.audio import save_wav
+from common.errors import UserError, UserFileNotFoundError
+from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
+                                   inference_dtype, open_run_logger, warm_up)
+from common.vocoder import add_vocoder_args, load_vocoder
+
+
+def mel_files(paths: list[str]) -> list[Path]:
+    """The .pt files given, folders expanded to their .pt files in name order."""
+    files = []
+    for given in map(Path, paths):
+        if given.is_dir():
+            found = sorted(given.glob("*.pt"))
+            if not found:
+                raise UserError(f"-i {given}: the folder holds no .pt mel files")
+            files += found
+        elif given.is_file():
+            files.append(given)
+        else:
+            raise UserFileNotFoundError(f"mel file not found: {given} (-i)")
+    first_with_stem = {}
+    for path in files:  # each names its wav: two with one name would overwrite each other
+        if first_with_stem.setdefault(path.stem, path) != path:
+            raise UserError(f"-i: {first_with_stem[path.stem]} and {path} would both write {path.stem}.wav; "
+                            "rename one or vocode them into separate --output folders")
+    return files
+
+
+def read_mel(path: Path, n_mel_channels: int) -> torch.Tensor:
+    """(1, n_mel_channels, frames) float mel from a .pt file; a file of anything else is a user error."""
+    try:
+        mel = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch.load's failures on a damaged file come in many types
+        raise UserError(f"cannot read mel file {path}: it is damaged or not a saved tensor") from error
+    if isinstance(mel, torch.Tensor) and mel.dim() == 3 and mel.size(0) == 1:
+        mel = mel[0]
+    if not isinstance(mel, torch.Tensor) or mel.dim() != 2 or mel.size(0) != n_mel_channels or mel.size(1) < 1:
+        shape = tuple(mel.shape) if isinstance(mel, torch.Tensor) else type(mel).__name__
+        raise UserError(f"{path} holds {shape}, expected a log mel of shape ({n_mel_channels}, frames) for this "
+                        "vocoder")
+    return mel.float().unsqueeze(0)
+
+
+class MelToWav:
+    """The inference part (add_args, run) that vocodes mel files with one vocoder of common.registry.VOCODERS."""
+
+    def __init__(self, vocoder_name: str):
+        self.vocoder_name = vocoder_name
+
+    def add_args(self, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group(f"{self.vocoder_name} (mel to wav)")
+        group.add_argument("-i", "--input", required=True, nargs="+",
+                           help="mel .pt files, or folders of them (shape: n_mel_channels x frames)")
+        add_vocoder_args(parser, only=self.vocoder_name)
+
+    def run(self, args: argparse.Namespace) -> None:
+        check_inference_args(args)
+        args.vocoder = self.vocoder_name  # what common.vocoder.load_vocoder reads; the checkpoint flag is required
+        files = mel_files(args.input)
+        device, dtype = inference_device(args), inference_dtype(args)
+        vocoder = load_vocoder(args, device, mel_audio_params=None)
+        params = vocoder.audio_params
+        logger = open_run_logger(args)
+        logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype)})
+
+        @torch.no_grad()
+        def vocode(mel: torch.Tensor) -> tuple[torch.Tensor, dict]:
+            with Stopwatch(device) as stopwatch:
+                with autocast(device, dtype):
+                    audio = vocoder(mel.to(device))
+                audio = audio.float().cpu()
+            samples = audio.size(1)
+            return audio[0], {"latency": stopwatch.seconds, "vocoder_latency": stopwatch.seconds,
+                              "samples_per_sec": samples / stopwatch.seconds,
+                              "real_time_factor": samples / params.sampling_rate / stopwatch.seconds}
+
+        first = read_mel(files[0], params.n_mel_channels)
+        if args.benchmark_repeats:
+            summary = benchmark(lambda seed: vocode(first)[1], args, averaged=("samples_per_sec", "real_time_factor"))
+            logger.log([], {**summary, "mel_frames": first.size(2)})
+            logger.close()
+            return
+        warm_up(lambda seed: vocode(first), args)
+        output = Path(args.output)
+        for index, path in enumerate(files):
+            audio, record = vocode(read_mel(path, params.n_mel_channels))
+            logger.log([index], {**record, "input": str(path)}, echo=not args.quiet)
+            wav_path = output / f"{path.stem}{args.suffix}.wav"
+            save_wav(wav_path, audio, params.sampling_rate)
+            if not args.quiet:
+                print(f"wrote {wav_path} ({audio.numel() / params.sampling_rate:.2f} s)")
+        logger.close()

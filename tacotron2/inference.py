@@ -1,0 +1,187 @@
+"""Text to speech with Tacotron 2: `python inference.py [-m Tacotron2] -i phrases/phrase.txt -o out/ --tacotron2 T.pt
+[--waveglow W.pt | --wavenet N.pt | --vocoder NAME --vocoder-checkpoint CKPT]` (Griffin-Lim without a vocoder).
+
+Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order),
+alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with --save-mels (the input
+of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
+from common.checkpoint import load_trained_model
+from common.errors import UserError, UserFileNotFoundError
+from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
+                                   inference_dtype, open_run_logger, warm_up)
+from common.layers import lengths_to_mask
+from common.logger import plot_to_image
+from common.registry import get_recipe
+from common.text import TextProcessor
+from common.vocoder import add_vocoder_args, load_vocoder
+from tacotron2.alignment import alignment_health
+from tacotron2.model import max_steps_warnings_silenced
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Tacotron 2 (text to mel)")
+    group.add_argument("-i", "--input", required=True, help="text file, one utterance per line")
+    group.add_argument("--tacotron2", required=True, help="Tacotron 2 checkpoint (ours or NVIDIA's published one)")
+    group.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=None,
+                       help="run Tacotron 2 through TorchScript (default: on with --cpu)")
+    group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
+    group.add_argument("--max-decoder-steps", type=int, default=None, help="default: the checkpoint's")
+    group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")
+    group.add_argument("--save-alignments", action="store_true", help="write an alignment PNG per utterance")
+    group.add_argument("--save-mels", action="store_true",
+                       help="write each utterance's mel as mel_<line number><suffix>.pt (for inference.py -m WaveGlow)")
+    add_vocoder_args(parser)
+
+
+def read_phrases(path: str | Path) -> list[tuple[int, str]]:
+    """(line number, text) for each non-empty line."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserFileNotFoundError(f"input file not found: {path} (-i)")
+    phrases = [(number, line.strip()) for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if line.strip()]
+    if not phrases:
+        raise UserError(f"input file {path} has no text (-i): give one utterance per line")
+    return phrases
+
+
+def pad_token_ids(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(ids) for ids in sequences], dtype=torch.long)
+    padded = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        padded[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return padded.to(device), lengths.to(device)
+
+
+class Synthesizer:
+    """Tacotron 2 + vocoder, with per-stage timing."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.device = inference_device(args)
+        recipe = get_recipe("Tacotron2")
+        # NVIDIA's published checkpoint carries no config: it is the default architecture.
+        self.tacotron2, checkpoint = load_trained_model(recipe, args.tacotron2, self.device, published_config={},
+                                                        flag="--tacotron2")
+        self.text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
+        self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
+                             else AudioParams())
+        self.dtype = inference_dtype(args)
+        self.vocoder = load_vocoder(args, self.device, self.audio_params)
+        self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
+                                                f"the Tacotron 2 checkpoint {args.tacotron2}")
+        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu"
+        self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
+
+    @torch.no_grad()
+    def synthesize(self, texts: list[str], sources: list[str], seed: int, warn_max_steps: bool = True) -> dict:
+        timings = {}
+        with Stopwatch(torch.device("cpu")) as preprocessing:
+            token_ids = [self.text.encode(text, source=source) for text, source in zip(texts, sources)]
+            text, text_lengths = pad_token_ids(token_ids, self.device)
+        timings["preprocessing"] = preprocessing.seconds
+
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        with Stopwatch(self.device) as tacotron2_time:
+            with autocast(self.device, self.dtype), max_steps_warnings_silenced():  # warned below, naming the line
+                result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold,
+                                    generator)
+            mel, mel_lengths, alignments, hit_max_steps = result
+        timings["tacotron2"] = tacotron2_time.seconds
+
+        # Past each utterance's end the mel is silence for the vocoder (a zero log-mel would be loud).
+        valid = lengths_to_mask(mel_lengths, mel.shape[-1]).unsqueeze(1)
+        mel = mel.float().masked_fill(~valid, math.log(LOG_CLAMP_MIN))
+        with Stopwatch(self.device) as vocoder_time:
+            with autocast(self.device, self.dtype):
+                audio = self.vocoder(mel)
+            audio = audio.float()
+        timings["vocoder"] = vocoder_time.seconds
+        timings["latency"] = timings["tacotron2"] + timings["vocoder"]
+        for index in torch.nonzero(hit_max_steps).flatten().tolist() if warn_max_steps else []:
+            print(f"warning: {sources[index]}: reached --max-decoder-steps before the stop gate fired; "
+                  "the audio is cut off", file=sys.stderr)
+        audio_lengths = mel_lengths.cpu() * self.audio_params.hop_length
+        health = alignment_health(alignments, text_lengths, mel_lengths, self.tacotron2.n_frames_per_step)
+        return {"mel": mel, "mel_lengths": mel_lengths.cpu(), "alignments": alignments, "audio": audio.cpu(),
+                "audio_lengths": audio_lengths, "text_lengths": text_lengths.cpu(), "timings": timings,
+                "alignment_score": health["score"]}
+
+
+def throughput_record(result: dict, audio_params: AudioParams) -> dict:
+    timings = result["timings"]
+    mel_frames = int(result["mel_lengths"].sum())
+    samples = int(result["audio_lengths"].sum())
+    audio_seconds = samples / audio_params.sampling_rate
+    return {**{f"{stage}_latency": seconds for stage, seconds in timings.items() if stage != "latency"},
+            "latency": timings["latency"],
+            "mel_frames": mel_frames,
+            "tacotron2_mel_frames_per_sec": mel_frames / timings["tacotron2"],
+            "vocoder_samples_per_sec": samples / timings["vocoder"],
+            "samples_per_sec": samples / timings["latency"],
+            "audio_seconds": audio_seconds,
+            "real_time_factor": audio_seconds / timings["latency"],
+            "alignment_score": result["alignment_score"]}
+
+
+def save_alignment(result: dict, row: int, n_frames_per_step: int, path: Path, title: str) -> None:
+    import matplotlib.pyplot as plt  # imported late: slow, and only needed here
+
+    steps = -(-int(result["mel_lengths"][row]) // n_frames_per_step)
+    alignment = result["alignments"][row, :steps, : int(result["text_lengths"][row])].float().cpu()
+    plt.imsave(path, plot_to_image(alignment.numpy().T, title=title, xlabel="decoder step", ylabel="encoder step"))
+
+
+def run(args: argparse.Namespace) -> None:
+    check_inference_args(args)
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
+    phrases = read_phrases(args.input)
+    synthesizer = Synthesizer(args)
+    output = Path(args.output)
+    logger = open_run_logger(args)
+    logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":
+                       str(synthesizer.device), "precision": str(synthesizer.dtype), "batch_size": args.batch_size})
+    batches = [phrases[start:start + args.batch_size] for start in range(0, len(phrases), args.batch_size)]
+
+    def synthesize(batch, seed):
+        return synthesizer.synthesize([text for _, text in batch], [f"{args.input}:{n}" for n, _ in batch], seed)
+
+    if args.benchmark_repeats:
+        summary = benchmark(lambda seed: throughput_record(synthesize(batches[0], seed), synthesizer.audio_params),
+                            args, averaged=("tacotron2_latency", "vocoder_latency", "samples_per_sec",
+                                            "real_time_factor", "tacotron2_mel_frames_per_sec", "mel_frames"))
+        summary["batch_size"] = len(batches[0])
+        summary["input_characters"] = int(sum(len(text) for _, text in batches[0]) / len(batches[0]))
+        logger.log([], summary)
+        logger.close()
+        return
+
+    warm_up(lambda seed: synthesize(batches[0], seed), args)
+    sampling_rate = synthesizer.audio_params.sampling_rate
+    for index, batch in enumerate(batches):
+        result = synthesize(batch, args.seed + index)
+        logger.log([index], throughput_record(result, synthesizer.audio_params), echo=not args.quiet)
+        for row, (line_number, _) in enumerate(batch):
+            length = int(result["audio_lengths"][row])
+            wav_path = output / f"audio_{line_number}{args.suffix}.wav"
+            save_wav(wav_path, result["audio"][row, :length], sampling_rate)
+            if args.save_mels:
+                frames = int(result["mel_lengths"][row])
+                torch.save(result["mel"][row, :, :frames].cpu().clone(), output / f"mel_{line_number}{args.suffix}.pt")
+            if args.save_alignments:
+                save_alignment(result, row, synthesizer.tacotron2.n_frames_per_step,
+                               output / f"alignment_{line_number}{args.suffix}.png", title=f"line {line_number}")
+            if not args.quiet:
+                print(f"wrote {wav_path} ({length / sampling_rate:.2f} s)")
+    logger.close()

@@ -1,0 +1,8 @@
+"""`inference.py -m WaveGlow`: mel .pt files to wavs with a WaveGlow checkpoint (common/mel_to_wav.py).
+
+    python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01]
+"""
+from common.mel_to_wav import MelToWav
+
+_PART = MelToWav("WaveGlow")
+add_args, run = _PART.add_args, _PART.run

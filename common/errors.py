@@ -25,9 +25,17 @@ class UserFileNotFoundError(UserError, FileNotFoundError):
     """A path the user gave (a checkpoint, a filelist, an input file) does not exist."""
 
 
+_REMOTE_TRACEBACK = "Original Traceback (most recent call last):"
+
+
 def error_line(message: str) -> str:
     """`error: <message>` on one line (a multi-line message from a library is joined, so it stays one line)."""
-    message = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    if _REMOTE_TRACEBACK in lines:
+        # Raised in a DataLoader worker: torch re-raises the same type in the main process with the worker's
+        # traceback as the message; its last line is "module.ErrorType: <the message>".
+        lines = [lines[-1].split(": ", 1)[-1]]
+    message = " ".join(lines)
     if message.startswith("error: "):
         message = message[len("error: "):]
     return f"error: {message}"

@@ -87,7 +87,10 @@ class Synthesizer:
     def synthesize(self, texts: list[str], sources: list[str], seed: int, warn_max_steps: bool = True) -> dict:
         timings = {}
         with Stopwatch(torch.device("cpu")) as preprocessing:
-            token_ids = [self.text.encode(text, source=source) for text, source in zip(texts, sources)]
+            try:
+                token_ids = [self.text.encode(text, source=source) for text, source in zip(texts, sources)]
+            except ValueError as error:  # a line the text front-end cannot read; the message names it
+                raise UserError(str(error)) from error
             text, text_lengths = pad_token_ids(token_ids, self.device)
         timings["preprocessing"] = preprocessing.seconds
 

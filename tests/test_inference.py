@@ -259,3 +259,10 @@ def test_mel_to_wav_mode_refuses_mels_of_the_wrong_shape(nvidia_checkpoint, tmp_
     with pytest.raises(UserError, match=r"small.pt holds \(40, 5\), expected a log mel of shape \(80, frames\)"):
         inference.main(["-m", "WaveGlow", "-i", str(tmp_path / "small.pt"), "-o", str(tmp_path / "o"), "--cpu",
                         "--waveglow", str(waveglow)])
+
+
+def test_a_line_the_text_front_end_cannot_read_is_a_user_error_naming_it(tacotron2_checkpoint, tmp_path):
+    phrases = tmp_path / "emoji.txt"
+    phrases.write_text("Hello.\n\U0001F600 \U0001F600\n")
+    with pytest.raises(UserError, match=r"emoji.txt:2: transcript .* encodes to no symbols"):
+        run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])

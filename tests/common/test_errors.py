@@ -47,3 +47,22 @@ def test_other_exceptions_are_bugs_and_propagate():
 
 def test_error_line_joins_lines_and_strips_a_leading_error():
     assert error_line("error: a\n  b\n\nc") == "error: a b c"
+
+
+def test_a_user_error_raised_in_a_data_loader_worker_keeps_only_its_message(capsys):
+    import torch
+
+    class MissingAudio(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, index):
+            raise UserFileNotFoundError("train.txt:2: audio file not found: wavs/a.wav")
+
+    def main():
+        next(iter(torch.utils.data.DataLoader(MissingAudio(), num_workers=1)))
+
+    with pytest.raises(SystemExit) as stopped:
+        exit_on_user_error(main)
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == "error: train.txt:2: audio file not found: wavs/a.wav\n"

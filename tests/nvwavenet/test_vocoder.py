@@ -29,9 +29,13 @@ def test_text_to_wav_with_the_wavenet_cpu_path(synthetic_corpus, tmp_path):
     arguments = ["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet", "--max-decoder-steps", "4",
                  "--tacotron2", str(tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
                  "--wavenet", str(tmp_path / "wavenet" / "checkpoint_WaveNet_last.pt")]
-    inference.main(arguments)
+    inference.main(arguments + ["--save-mels"])
     first, rate = soundfile.read(str(tmp_path / "out" / "audio_1.wav"))
     assert rate == 22050 and len(first) == 4 * 256
+    # The mel alone through `inference.py -m WaveNet` gives the same wav.
+    inference.main(["-m", "WaveNet", "-i", str(tmp_path / "out" / "mel_1.pt"), "-o", str(tmp_path / "vocoded"),
+                    "--cpu", "--quiet", "--wavenet", arguments[-1]])
+    assert (tmp_path / "vocoded" / "mel_1.wav").read_bytes() == (tmp_path / "out" / "audio_1.wav").read_bytes()
     inference.main(arguments[:3] + [str(tmp_path / "again")] + arguments[4:])
     again, _ = soundfile.read(str(tmp_path / "again" / "audio_1.wav"))
     assert (first == again).all()  # --seed fixes the sampling

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from common.audio import add_audio_args
-from common.text import add_text_args
+from common.schedules import add_schedule_args
 
 
 def add_device_args(group) -> None:
@@ -34,11 +34,14 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
                          help="parse the flags, build the model and data, print the configuration and exit")
     general.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration stdout lines")
 
-    training = parser.add_argument_group("training")
-    training.add_argument("--epochs", type=int, required=True)
+    training = parser.add_argument_group("training (the run ends at --epochs or --max-updates, whichever comes first)")
+    training.add_argument("--epochs", type=int, default=None, help="passes over the training set")
+    training.add_argument("--max-updates", type=int, default=None, help="optimizer steps")
     training.add_argument("--epochs-per-checkpoint", type=int, default=50)
-    training.add_argument("--iters-per-checkpoint", type=int, default=0,
-                          help="also checkpoint every N optimizer steps inside an epoch (0: off)")
+    training.add_argument("--save-interval-updates", "--iters-per-checkpoint", dest="save_interval_updates",
+                          type=int, default=0, help="also checkpoint every N optimizer steps (0: off)")
+    training.add_argument("--val-interval-updates", type=int, default=0,
+                          help="validate every N optimizer steps instead of at the end of each epoch (0: off)")
     training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
     training.add_argument("--resume-from-last", action="store_true",
                           help=f"resume from checkpoint_<model>_last.pt in --output if it exists")
@@ -47,26 +50,23 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
                           help="TF32 matmuls and convolutions on Ampere and newer GPUs")
     training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
     training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
-    training.add_argument("--disable-uniform-initialize-bn-weight", action="store_true",
-                          help="keep PyTorch's BatchNorm weight init instead of the reference's U(0, 1)")
     training.add_argument("--num-workers", type=int, default=2, help="data loader worker processes")
 
     optimization = parser.add_argument_group("optimization")
     optimization.add_argument("-lr", "--learning-rate", type=float, required=True)
     optimization.add_argument("--weight-decay", type=float, default=1e-6)
-    optimization.add_argument("--grad-clip-thresh", type=float, default=1.0, help="max gradient norm")
-    optimization.add_argument("-bs", "--batch-size", type=int, required=True, help="per GPU / process")
+    optimization.add_argument("--grad-clip-thresh", type=float, default=1.0,
+                              help="max gradient norm (0: no clipping; the norm is still logged)")
+    optimization.add_argument("-bs", "--batch-size", type=int, default=None,
+                              help="items per batch, per process (models that batch by size take their own flag)")
     optimization.add_argument("--grad-accumulation", type=int, default=1,
                               help="batches accumulated into one optimizer step")
-    optimization.add_argument("--anneal-steps", nargs="*", type=int, default=[],
-                              help="epochs at which the learning rate is annealed")
-    optimization.add_argument("--anneal-factor", type=float, default=0.1, choices=[0.1, 0.3])
+    add_schedule_args(optimization)
 
     data = parser.add_argument_group("dataset")
     data.add_argument("--training-files", default="filelists/ljs_audio_text_train_filelist.txt")
     data.add_argument("--validation-files", default="filelists/ljs_audio_text_val_filelist.txt")
 
-    add_text_args(parser)
     add_audio_args(parser)
 
     distributed = parser.add_argument_group("distributed (launch with torchrun or python -m multiproc)")

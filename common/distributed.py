@@ -11,6 +11,8 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 
 @dataclass
@@ -47,6 +49,33 @@ def init_distributed(force_cpu: bool = False, backend: str | None = None,
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=timeout_minutes),
                                 device_id=device if device.type == "cuda" else None)
     return DistributedContext(rank=rank, local_rank=local_rank, world_size=world_size, device=device)
+
+
+class ModelParts(dict):
+    """A model's trainable parts by name, each wrapped for DDP when the run is distributed; `parts.generator` reads
+    like the model's own attribute, so a recipe's train_step is written once for one process and for many."""
+
+    def __getattr__(self, name: str) -> nn.Module:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the model has no trained part '{name}'; its parts are {sorted(self)}") from None
+
+
+def wrap_parts(model: nn.Module, part_names: tuple[str, ...], context: DistributedContext) -> ModelParts:
+    """One DistributedDataParallel per part, so a GAN's generator and discriminator steps each synchronise their
+    own gradients; with no part names the whole model is the one part "model"."""
+    parts = {name: getattr(model, name) for name in part_names} if part_names else {"model": model}
+    if part_names:
+        covered = {id(p) for part in parts.values() for p in part.parameters()}
+        outside = [name for name, p in model.named_parameters() if p.requires_grad and id(p) not in covered]
+        if outside:
+            raise ValueError(f"parameters outside the recipe's parts {list(part_names)} would not be trained "
+                             f"in step on every rank: {outside[:3]}")
+    if context.is_distributed:
+        device_ids = [context.device.index] if context.device.type == "cuda" else None
+        parts = {name: DistributedDataParallel(part, device_ids=device_ids) for name, part in parts.items()}
+    return ModelParts(parts)
 
 
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:

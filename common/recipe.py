@@ -1,7 +1,10 @@
 """What a model family gives the shared trainer: one `Recipe` per folder (tacotron2/recipe.py, waveglow/recipe.py...).
 
 train.py looks the recipe up by `-m NAME`, adds its flags to the parser, and hands it to common.trainer, which owns
-everything else: devices, precision, DDP, the data loaders, the optimizer and LR schedule, checkpoints and logging.
+everything else: devices, precision, DDP, the training loop, the LR schedule, checkpoints and logging. A recipe
+says what is particular to its family: the model and its parts, the data and how it is batched, the loss, and
+what validation measures. Only the first eight fields are required; README's "Adding a model family" walks through
+them.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Sampler
 
 from common.audio import AudioParams
 
@@ -19,7 +22,7 @@ from common.audio import AudioParams
 @dataclass
 class StepOutput:
     """What one forward pass on a batch gives the trainer."""
-    loss: torch.Tensor  # scalar to minimise
+    loss: torch.Tensor  # scalar to minimise: a mean over the batch's loss items (see Recipe.loss_items)
     items: int  # throughput unit in this batch: mel frames (acoustic models) or audio samples (vocoders)
     metrics: dict[str, torch.Tensor] = field(default_factory=dict)  # extra scalars to log, e.g. gate_loss
 
@@ -32,6 +35,15 @@ class DataSplits:
 
 
 @dataclass
+class BatchingContext:
+    """What a recipe's batch sampler needs to know about the run."""
+    training: bool  # False: the validation set (no shuffling, nothing dropped)
+    seed: int
+    rank: int
+    world_size: int
+
+
+@dataclass
 class Recipe:
     name: str  # the -m value; also names checkpoints: checkpoint_<name>_<epoch>.pt
     items_unit: str  # "mel_frames" or "samples": what items/sec counts
@@ -41,19 +53,45 @@ class Recipe:
     build_data: Callable[[argparse.Namespace, AudioParams], DataSplits]
     batch_to_device: Callable[[Any, torch.device], Any]
     compute_loss: Callable[[nn.Module, Any, argparse.Namespace], StepOutput]  # model may be DDP-wrapped
-    uses_text: bool = False  # True: the text front-end (cleaners, symbols) is saved in checkpoints
-    # Optional: (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
-    # "audio": {...}} for the log and TensorBoard (e.g. Tacotron 2's alignment-health score and plots).
-    validation_report: Callable[[nn.Module, Any, argparse.Namespace], dict] | None = None
-    # Optional, for models with several optimizers (HiFi-GAN's generator and discriminators):
-    # build_optimizers(model, args) -> {name: optimizer} (default: one Adam named "model"), and
-    # train_step(model, batch, args, trainer) -> StepOutput, which runs its forward passes under
-    # `with trainer.autocast():` and calls trainer.backward_and_step(loss, name) for each optimizer in turn.
+
+    # ---- the model -------------------------------------------------------------------------------------------
+    # Training-only initialisation after build_model, e.g. Tacotron 2's re-draw of BatchNorm weights as NVIDIA does.
+    init_weights: Callable[[nn.Module, argparse.Namespace], None] | None = None
+    # Names of the model's submodules that train as separate parts (a GAN's generator and discriminators): each is
+    # wrapped for DDP on its own, and train_step gets them wrapped (`model.generator(...)` synchronises gradients).
+    # Empty: the whole model is one part.
+    parts: tuple[str, ...] = ()
+    # (model, args) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
+    # Per-group learning rates set here are kept: the schedule multiplies each group's own initial rate.
     build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
-    train_step: Callable[[nn.Module, Any, argparse.Namespace, Any], StepOutput] | None = None
-    # Optional: the learning-rate schedule (default: EpochAnnealSchedule from --learning-rate, --anneal-steps and
-    # --anneal-factor); any object with lr_at(epoch, step) and state_dict(), e.g. WarmupPolynomialSchedule.
+    # For several optimizers: train_step(parts, batch, args, trainer) -> StepOutput runs its forward passes under
+    # `with trainer.autocast():` and calls trainer.backward_and_step(loss, name) for each optimizer in turn.
+    train_step: Callable[[Any, Any, argparse.Namespace, Any], StepOutput] | None = None
+    # args -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
     lr_schedule: Callable[[argparse.Namespace], Any] | None = None
-    # Optional: the `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's
-    # keys, so that their files build the right model without model flags on the command line.
+
+    # ---- the data --------------------------------------------------------------------------------------------
+    # args -> the text front-end (TTS symbols, ASR letters...) with to_dict(), saved in checkpoints; None: no text.
+    text_processor: Callable[[argparse.Namespace], Any] | None = None
+    # (args, dataset, context) -> a batch sampler with set_epoch(epoch, skip_batches) and len(), a pure function of
+    # (seed, epoch) sharded by rank (common/sampler.py has two). Default: EpochBatchSampler of --batch-size items.
+    batch_sampler: Callable[[argparse.Namespace, Dataset, BatchingContext], Sampler] | None = None
+    # batch (on the host) -> how many items its loss is a mean over (utterances, target tokens, masked frames).
+    # Gradients of the micro-batches of one step, on every rank, are weighted by it, so the step's gradient is
+    # the mean over all those items. Default: every micro-batch weighs the same.
+    loss_items: Callable[[Any], int] | None = None
+
+    # ---- validation ------------------------------------------------------------------------------------------
+    # (model, batch on device, args) -> {name: sum} for a corpus-level metric, e.g. {"word_errors": 12,
+    # "words": 80}; the trainer adds them over the whole validation set on every rank and sums across ranks, then
+    # validation_metrics(sums) -> {name: value} gives what is logged (e.g. {"val_wer": 0.15}).
+    validation_sums: Callable[[nn.Module, Any, argparse.Namespace], dict[str, float]] | None = None
+    validation_metrics: Callable[[dict[str, float]], dict[str, float]] | None = None
+    # (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
+    # "audio": {...}} for the log and TensorBoard, on rank 0 (e.g. Tacotron 2's alignment plots).
+    validation_report: Callable[[nn.Module, Any, argparse.Namespace], dict] | None = None
+
+    # ---- published checkpoints -------------------------------------------------------------------------------
+    # The `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's keys, so
+    # that their files build the right model without model flags on the command line.
     config_from_reference: Callable[[dict], dict] | None = None

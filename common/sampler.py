@@ -1,4 +1,10 @@
-"""Batch sampling that is seeded per epoch, shards across ranks, can bucket by length, and can resume mid-epoch."""
+"""Batch sampling that is seeded per epoch, shards across ranks, can bucket by length, and can resume mid-epoch.
+
+Two samplers share that contract (set_epoch(epoch, skip_batches), len(), iteration yields lists of item indices):
+EpochBatchSampler makes batches of a fixed number of items; MaxTokensBatchSampler fills each batch up to a budget of
+padded length (items x longest item), the batching of speech recognition where utterances vary 10x in length.
+Both are pure functions of (seed, epoch): every rank computes the same global list of batches and takes its share.
+"""
 from __future__ import annotations
 
 from typing import Iterator, Sequence
@@ -54,6 +60,62 @@ class EpochBatchSampler(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         mine = self._all_batches()[self.rank::self.world_size]
         return iter(mine[self.skip_batches:])
+
+    def __len__(self) -> int:
+        return len(self._all_batches()[self.rank::self.world_size]) - self.skip_batches
+
+
+class MaxTokensBatchSampler(Sampler[list[int]]):
+    """Batches whose padded size (number of items x longest item) stays within max_tokens.
+
+    Items are shuffled with (seed, epoch), then stably sorted by length, so each batch holds items of similar length
+    (little padding) and ties fall differently each epoch; batches are cut greedily, shuffled, and only then sharded
+    across ranks (rank r takes every world_size-th batch). In training the last batches that cannot go one to every
+    rank are dropped, so ranks take the same number of steps.
+    """
+
+    def __init__(self, lengths: Sequence[int], max_tokens: int, *, max_batch_size: int | None = None,
+                 shuffle: bool = True, drop_uneven: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1):
+        self.lengths = torch.as_tensor(lengths, dtype=torch.long)
+        too_long = torch.nonzero(self.lengths > max_tokens).flatten().tolist()
+        if too_long:
+            raise ValueError(f"{len(too_long)} item(s) are longer than --max-tokens {max_tokens} (item {too_long[0]}: "
+                             f"{int(self.lengths[too_long[0]])}); raise --max-tokens or filter the data by length")
+        self.max_tokens, self.max_batch_size = max_tokens, max_batch_size
+        self.shuffle, self.drop_uneven = shuffle, drop_uneven
+        self.seed, self.rank, self.world_size = seed, rank, world_size
+        self.epoch = 0
+        self.skip_batches = 0
+        if len(self._all_batches()) < world_size and drop_uneven:
+            raise ValueError(f"{len(self.lengths)} items make fewer than one batch of --max-tokens {max_tokens} for "
+                             f"each of {world_size} ranks; lower --max-tokens or add data")
+
+    def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
+        self.epoch, self.skip_batches = epoch, skip_batches
+
+    def _all_batches(self) -> list[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = (torch.randperm(len(self.lengths), generator=generator) if self.shuffle
+                 else torch.arange(len(self.lengths)))
+        order = order[torch.argsort(self.lengths[order], stable=True)].tolist()
+        batches, batch, longest = [], [], 0
+        for index in order:
+            length = int(self.lengths[index])
+            full = self.max_batch_size is not None and len(batch) == self.max_batch_size
+            if batch and (max(longest, length) * (len(batch) + 1) > self.max_tokens or full):
+                batches.append(batch)
+                batch, longest = [], 0
+            batch.append(index)
+            longest = max(longest, length)
+        if batch:
+            batches.append(batch)
+        if self.shuffle:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+        usable = len(batches) - len(batches) % self.world_size if self.drop_uneven else len(batches)
+        return batches[:usable]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self._all_batches()[self.rank::self.world_size][self.skip_batches:])
 
     def __len__(self) -> int:
         return len(self._all_batches()[self.rank::self.world_size]) - self.skip_batches

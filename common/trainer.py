@@ -1,39 +1,32 @@
 """The training loop every model shares; a model family plugs in through its Recipe (common/recipe.py).
 
-What it does, in order: set up devices, precision and torch.distributed; seed; build the model, data and optimizer;
-resume if asked; then for each epoch train (autocast, loss scaling, gradient accumulation and clipping, skipping
-non-finite steps), validate, log and checkpoint. A resumed run reproduces the loss curve of an uninterrupted one:
-the checkpoint holds the model, optimizers, scaler, epoch, step, position in the epoch, running epoch sums and the
-RNG states of every rank, and the data order is a function of (seed, epoch) alone.
+What it does, in order: set up devices, precision and torch.distributed; seed; build the model, data and optimizers;
+resume if asked (common/training_state.py); then train step by step (autocast, loss scaling, gradient accumulation
+weighted by each micro-batch's items, clipping, skipping non-finite steps) until --epochs or --max-updates, whichever
+comes first, validating and checkpointing at epoch ends or every N updates.
 """
 from __future__ import annotations
 
 import argparse
 import math
-import random
 import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
 import torch
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, barrier, init_distributed,
-                                shutdown)
+                                shutdown, wrap_parts)
 from common.logger import RunLogger
-from common.recipe import Recipe
+from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import EpochBatchSampler
-from common.schedules import EpochAnnealSchedule
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Set-up helpers
+from common.schedules import schedule_from_args
+from common.training_state import (find_resume_checkpoint, restore_training_state, rng_state,
+                                   rng_state_for_checkpoint, seed_everything, set_rng_state, training_state)
 
 
 def configure_backends(args: argparse.Namespace) -> None:
@@ -41,12 +34,6 @@ def configure_backends(args: argparse.Namespace) -> None:
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def autocast_context(args: argparse.Namespace, device: torch.device):
@@ -57,72 +44,20 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
     return nullcontext()
 
 
-def rng_state() -> dict:
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _rng_state_for_checkpoint(state: dict) -> dict:
-    """numpy and python RNG states as plain lists/tensors, so the checkpoint loads with weights_only=True."""
-    kind, keys, position, has_gauss, cached_gauss = state["numpy"]
-    version, internal, gauss_next = state["python"]
-    saved = {"torch": state["torch"], "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss,
-                                                cached_gauss],
-             "python": [version, list(internal), gauss_next]}
-    if "cuda" in state:
-        saved["cuda"] = state["cuda"]
-    return saved
-
-
-def _rng_state_from_checkpoint(saved: dict) -> dict:
-    kind, keys, position, has_gauss, cached_gauss = saved["numpy"]
-    version, internal, gauss_next = saved["python"]
-    state = {"torch": saved["torch"], "numpy": (kind, keys.numpy().astype(np.uint32), position, has_gauss,
-                                                cached_gauss),
-             "python": (version, tuple(internal), gauss_next)}
-    if "cuda" in saved:
-        state["cuda"] = saved["cuda"]
-    return state
-
-
-def initialize_batchnorm_uniform(model: nn.Module) -> None:
-    """The reference re-draws every BatchNorm weight from U(0, 1); kept for parity unless disabled."""
-    for module in model.modules():
-        if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.affine:
-            nn.init.uniform_(module.weight)
-
-
-def unwrap(model: nn.Module) -> nn.Module:
-    return model.module if isinstance(model, DistributedDataParallel) else model
-
-
-def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> Path | None:
-    if args.checkpoint_path:
-        return Path(args.checkpoint_path)
-    if args.resume_from_last:
-        pointer = ckpt.last_checkpoint_pointer(args.output, model_name)
-        if pointer.exists():
-            return pointer.resolve()
-        print(f"--resume-from-last: no {pointer} yet, starting from scratch", flush=True)
-    return None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The trainer
+def fixed_size_batches(args: argparse.Namespace, dataset: Dataset, context: BatchingContext) -> EpochBatchSampler:
+    """The default batching: --batch-size items per batch and rank, reshuffled every epoch."""
+    if args.batch_size is None:
+        raise ValueError("-bs/--batch-size is required: items per batch and per process")
+    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
+                             seed=context.seed, rank=context.rank, world_size=context.world_size)
 
 
 class Trainer:
     def __init__(self, recipe: Recipe, args: argparse.Namespace):
+        if not args.epochs and not args.max_updates:
+            raise ValueError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
+        if recipe.train_step is not None and args.grad_accumulation != 1:
+            raise ValueError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
         self.recipe, self.args = recipe, args
         self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend)
         self.device = self.context.device
@@ -131,33 +66,25 @@ class Trainer:
         Path(args.output).mkdir(parents=True, exist_ok=True)
 
         self.audio_params = AudioParams.from_args(args)
-        self.text = None
-        if recipe.uses_text:
-            from common.text import TextProcessor
-
-            self.text = TextProcessor(args.text_cleaners)
+        self.text = recipe.text_processor(args) if recipe.text_processor is not None else None
         self.model_config = recipe.model_config(args)
         model = recipe.build_model(self.model_config)
-        if not args.disable_uniform_initialize_bn_weight:
-            initialize_batchnorm_uniform(model)
-        self.model = model.to(self.device)
+        if recipe.init_weights is not None:
+            recipe.init_weights(model, args)
+        self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
         if recipe.build_optimizers is not None:
             self.optimizers = recipe.build_optimizers(self.model, args)
         else:
             self.optimizers = {"model": torch.optim.Adam(self.model.parameters(), lr=args.learning_rate,
                                                          weight_decay=args.weight_decay)}
-        if recipe.train_step is not None and args.grad_accumulation != 1:
-            raise ValueError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
+        for optimizer in self.optimizers.values():
+            for group in optimizer.param_groups:  # the schedule multiplies this; it is saved with the optimizer
+                group.setdefault("initial_lr", group["lr"])
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=args.amp)  # one scaler serves every optimizer
-        self.schedule = (recipe.lr_schedule(args) if recipe.lr_schedule is not None
-                         else EpochAnnealSchedule(args.learning_rate, args.anneal_steps, args.anneal_factor))
+        self.schedule = recipe.lr_schedule(args) if recipe.lr_schedule is not None else schedule_from_args(args)
 
         self.data = recipe.build_data(args, self.audio_params)
-        self.train_sampler = EpochBatchSampler(
-            len(self.data.train), args.batch_size, shuffle=True, drop_last=True, seed=args.seed,
-            rank=self.context.rank, world_size=self.context.world_size,
-            lengths=getattr(self.data.train, "bucket_lengths", None) if getattr(args, "bucket_by_length", False)
-            else None)
+        self.train_sampler = self.batch_sampler(self.data.train, training=True)
         self.loader_generator = torch.Generator()
         self.train_loader = DataLoader(self.data.train, batch_sampler=self.train_sampler, collate_fn=self.data.collate,
                                        num_workers=args.num_workers, generator=self.loader_generator,
@@ -167,85 +94,187 @@ class Trainer:
         self.epoch = 0  # index of the epoch in progress (epochs completed once it ends)
         self.iteration = 0  # optimizer steps taken
         self.batches_done_in_epoch = 0
-        self.epoch_sums = torch.zeros(3, dtype=torch.float64)  # loss * batches, batches, items
+        self.epoch_sums = torch.zeros(3, dtype=torch.float64)  # loss * steps, steps, items
         self.skipped_steps = 0
-
         resume_from = find_resume_checkpoint(args, recipe.name)
         if resume_from is not None:
-            self.restore(resume_from)
-        if self.context.is_distributed:
-            self.model = DistributedDataParallel(
-                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-
+            restore_training_state(self, resume_from)
+        self.validated_at = self.saved_at = None  # the iteration of the last validation and checkpoint
+        self.save_due = False
+        self.parts = wrap_parts(self.model, recipe.parts, self.context)
         self.logger = RunLogger(Path(args.output) / args.log_file, args.tensorboard_dir,
                                 enabled=self.context.is_main)
 
-    # ---- checkpoints ------------------------------------------------------------------------------------------
+    def batch_sampler(self, dataset: Dataset, training: bool):
+        context = BatchingContext(training=training, seed=self.args.seed, rank=self.context.rank,
+                                  world_size=self.context.world_size)
+        build = self.recipe.batch_sampler or fixed_size_batches
+        return build(self.args, dataset, context)
 
-    def checkpoint_state(self) -> dict:
-        rng_states = all_gather_objects(_rng_state_for_checkpoint(rng_state()))
-        return {
-            "format_version": ckpt.FORMAT_VERSION,
-            "model_name": self.recipe.name,
-            "model_config": self.model_config,
-            "audio_params": self.audio_params.to_dict(),
-            "text": self.text.to_dict() if self.text is not None else None,
-            "state_dict": unwrap(self.model).state_dict(),
-            "optimizers": {name: optimizer.state_dict() for name, optimizer in self.optimizers.items()},
-            "scaler": self.scaler.state_dict(),
-            "lr_schedule": self.schedule.state_dict(),
-            "epoch": self.epoch,
-            "iteration": self.iteration,
-            "batches_done_in_epoch": self.batches_done_in_epoch,
-            "epoch_sums": self.epoch_sums.clone(),
+    def autocast(self):
+        """The precision context of this run (--amp, --bf16 or none), for recipes' own train steps too."""
+        return autocast_context(self.args, self.device)
+
+    # ---- the run -----------------------------------------------------------------------------------------------
+
+    def finished(self) -> bool:
+        args = self.args
+        return bool((args.epochs and self.epoch >= args.epochs)
+                    or (args.max_updates and self.iteration >= args.max_updates))
+
+    def train(self) -> None:
+        self.log_parameters()
+        if self.finished() and self.context.is_main:
+            print(f"nothing to train: the resumed run has done {self.epoch} epochs and {self.iteration} updates "
+                  f"(--epochs {self.args.epochs}, --max-updates {self.args.max_updates}); raise them to train "
+                  "further", file=sys.stderr)
+        try:
+            while not self.finished():
+                if not self.train_epoch():
+                    break  # --max-updates reached inside the epoch
+                self.end_epoch()
+            if self.batches_done_in_epoch:  # stopped mid-epoch: validate and keep what was trained
+                if self.validated_at != self.iteration:
+                    self.validate()
+                if self.saved_at != self.iteration:
+                    self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")
+            self.logger.log([], {"run_time": time.time() - self.logger.start_time, "epochs": self.epoch,
+                                 "iterations": self.iteration, "skipped_steps": self.skipped_steps})
+        finally:
+            self.logger.close()
+            shutdown()
+
+    def train_epoch(self) -> bool:
+        """Train the rest of the epoch in progress; False if --max-updates stopped it before its end."""
+        args = self.args
+        self.model.train()
+        self.train_sampler.set_epoch(self.epoch, skip_batches=self.batches_done_in_epoch)
+        if hasattr(self.data.train, "set_epoch"):
+            self.data.train.set_epoch(self.epoch)
+        self.loader_generator.manual_seed(args.seed * 7 + self.epoch)  # worker seeds, without touching torch's RNG
+        remaining = len(self.train_sampler)
+        epoch_start = time.perf_counter()
+        progress = self._progress_bar(remaining)
+        batches = iter(self.train_loader)
+        while remaining > 0:
+            step_start = time.perf_counter()
+            micro_batches = [next(batches) for _ in range(min(args.grad_accumulation, remaining))]
+            remaining -= len(micro_batches)
+            stepped_before = self.iteration
+            record = self.train_step(micro_batches)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize()
+            step_time = time.perf_counter() - step_start
+            self.batches_done_in_epoch += len(micro_batches)
+            if math.isfinite(record["train_loss"]):
+                self.epoch_sums += torch.tensor([record["train_loss"], 1.0, record["items"]], dtype=torch.float64)
+            record = {"train_loss": record.pop("train_loss"), "train_items_per_sec": record.pop("items") / step_time,
+                      "train_iter_time": step_time, **record}
+            self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,
+                            echo=progress is None and not args.quiet)
+            self.logger.scalars(self.iteration, {f"train/{name}": value for name, value in record.items()})
+            if progress is not None:
+                progress.set_postfix(loss=f"{record['train_loss']:.4f}")
+                progress.update(len(micro_batches))
+            if self.iteration != stepped_before:
+                self.after_update(epoch_ends=remaining == 0)
+            if remaining and self.finished():
+                return False
+        if progress is not None:
+            progress.close()
+        epoch_time = time.perf_counter() - epoch_start
+        loss_sum, steps, items = self.epoch_sums.tolist()
+        self.logger.log([self.epoch + 1], {
+            "train_loss": loss_sum / max(steps, 1),  # the mean over the epoch's steps, not the last one
+            "train_items_per_sec": items / epoch_time, "train_epoch_time": epoch_time,
             "skipped_steps": self.skipped_steps,
-            "world_size": self.context.world_size,
-            "rng_states": rng_states,
-            "args": {key: value for key, value in vars(self.args).items()
-                     if isinstance(value, (str, int, float, bool, list, type(None)))},
-        }
+        })
+        return True
 
-    def save(self, name_epoch: int | str) -> None:
-        state = self.checkpoint_state()  # every rank takes part in gathering the RNG states
-        if self.context.is_main:
-            path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
-            ckpt.save_checkpoint(state, path)
-            ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
-            print(f"saved checkpoint {path}", flush=True)
-        barrier()
+    def after_update(self, epoch_ends: bool) -> None:
+        """Validation and checkpoints every N updates (--val-interval-updates, --save-interval-updates)."""
+        args = self.args
+        if args.val_interval_updates and self.iteration % args.val_interval_updates == 0:
+            self.validate()
+        if args.save_interval_updates and self.iteration % args.save_interval_updates == 0:
+            if epoch_ends:
+                self.save_due = True  # saved by end_epoch, once the epoch is validated and counted
+            else:
+                self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")  # epoch in progress, batches done
 
-    def restore(self, path: Path) -> None:
-        state = ckpt.load_checkpoint(path, expected_model=self.recipe.name)
-        for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
-            if key not in state:
-                raise ValueError(f"{path} is not a training checkpoint of this project (no '{key}'); "
-                                 "to start from its weights use it for inference or fine-tuning instead")
-        if state["model_config"] != self.model_config:
-            changed = sorted(key for key in set(state["model_config"]) | set(self.model_config)
-                             if state["model_config"].get(key) != self.model_config.get(key))
-            raise ValueError(f"cannot resume from {path}: model flags differ from the checkpoint's in {changed}")
-        AudioParams.from_dict(state["audio_params"]).check_matches(self.audio_params, str(path), "this run's flags")
-        ckpt.load_model_state(self.model, ckpt.model_state_from_checkpoint(state), str(path))
-        if sorted(state["optimizers"]) != sorted(self.optimizers):
-            raise ValueError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
-                             f"{sorted(self.optimizers)}")
-        for name, optimizer in self.optimizers.items():
-            optimizer.load_state_dict(state["optimizers"][name])
-        self.scaler.load_state_dict(state["scaler"])
-        self.epoch, self.iteration = state["epoch"], state["iteration"]
-        self.batches_done_in_epoch = state["batches_done_in_epoch"]
-        self.epoch_sums = state["epoch_sums"].clone()
-        self.skipped_steps = state["skipped_steps"]
-        if state["world_size"] == self.context.world_size:
-            set_rng_state(_rng_state_from_checkpoint(state["rng_states"][self.context.rank]))
-        else:
-            print(f"resuming on {self.context.world_size} ranks from a {state['world_size']}-rank checkpoint: "
-                  "RNG streams are re-seeded, so the run will not match the original exactly", flush=True)
-            seed_everything(self.args.seed + 7919 * self.epoch + self.context.rank)
-        print(f"resumed from {path}: epoch {self.epoch}, step {self.iteration}, "
-              f"{self.batches_done_in_epoch} batches into the epoch", flush=True)
+    def end_epoch(self) -> None:
+        if not self.args.val_interval_updates:
+            self.validate(epoch_end=True)
+        self.epoch += 1
+        self.batches_done_in_epoch = 0
+        self.epoch_sums.zero_()
+        if self.epoch % self.args.epochs_per_checkpoint == 0 or self.finished() or self.save_due:
+            self.save(self.epoch)
+            self.save_due = False
 
     # ---- one optimizer step ------------------------------------------------------------------------------------
+
+    def train_step(self, micro_batches: list) -> dict:
+        """Forward and backward of the micro-batches of one step, then the optimizer step(s). Returns the record to
+        log: the step's mean loss over every rank, its items, the recipe's metrics and gradient norms."""
+        recipe, args = self.recipe, self.args
+        multiplier = self.schedule.multiplier(self.epoch, self.iteration)
+        for optimizer in self.optimizers.values():
+            for group in optimizer.param_groups:
+                group["lr"] = group["initial_lr"] * multiplier
+        scale_before = self.scaler.get_scale() if self.scaler.is_enabled() else None
+        self.grad_norms = {}
+        if recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own optimizer steps
+            output = recipe.train_step(self.parts, recipe.batch_to_device(micro_batches[0], self.device), args, self)
+            outputs = [(output, 1.0)]
+        else:
+            outputs, all_finite = self.accumulate_gradients(micro_batches)
+            if all_finite:
+                self.grad_norms["model"] = self.step_optimizer("model")
+        if self.grad_norms:  # something stepped (not every loss of the step was skipped)
+            self.scaler.update()
+            if scale_before is not None and self.scaler.get_scale() < scale_before:
+                self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
+            self.iteration += 1
+
+        # One all-reduce for the record: loss, metrics (weighted like the gradient) and items over every rank.
+        names = sorted(outputs[0][0].metrics)
+        local = torch.zeros(3 + len(names), dtype=torch.float64)  # loss * weight, weight, items, metric * weight
+        for output, weight in outputs:
+            local += torch.tensor([output.loss.item() * weight, weight, output.items,
+                                   *(float(output.metrics[name]) * weight for name in names)], dtype=torch.float64)
+        loss_sum, weight_sum, items, *metric_sums = all_reduce_sum(local).tolist()
+        record = {"train_loss": loss_sum / weight_sum, "items": items,
+                  "lr": self.optimizers[next(iter(self.optimizers))].param_groups[0]["lr"]}
+        record.update({f"train_{name}": value / weight_sum for name, value in zip(names, metric_sums)})
+        record.update({f"grad_norm_{name}" if len(self.optimizers) > 1 else "grad_norm": float(norm)
+                       for name, norm in self.grad_norms.items()})
+        return record
+
+    def accumulate_gradients(self, micro_batches: list) -> tuple[list[tuple[StepOutput, float]], bool]:
+        """Backward of each micro-batch, weighted so that the step's gradient is the mean over all its loss items on
+        every rank. Returns the (output, weight) pairs and whether every loss was finite: if one is not on some rank,
+        it stops there, with the gradients cleared and the step counted as skipped."""
+        recipe, model = self.recipe, self.parts["model"]
+        weights = [float(recipe.loss_items(batch)) if recipe.loss_items is not None else 1.0
+                   for batch in micro_batches]
+        total_weight = all_reduce_sum(torch.tensor(sum(weights), dtype=torch.float64)).item()
+        outputs = []
+        for index, (batch, weight) in enumerate(zip(micro_batches, weights)):
+            batch = recipe.batch_to_device(batch, self.device)
+            last = index == len(micro_batches) - 1
+            with model.no_sync() if self.context.is_distributed and not last else nullcontext():
+                with self.autocast():
+                    output = recipe.compute_loss(model, batch, self.args)
+                outputs.append((output, weight))
+                if not self.all_ranks_finite(output.loss):
+                    self.skipped_steps += 1
+                    self.optimizers["model"].zero_grad(set_to_none=True)
+                    return outputs, False
+                # DDP averages gradients over ranks, hence world_size in the numerator.
+                share = weight * self.context.world_size / total_weight
+                self.scaler.scale(output.loss * share).backward()
+        return outputs, True
 
     def all_ranks_finite(self, loss: torch.Tensor) -> bool:
         # Every rank must agree to skip, or DDP's collectives would hang.
@@ -253,11 +282,15 @@ class Trainer:
         return finite.item() == self.context.world_size
 
     def step_optimizer(self, name: str) -> torch.Tensor:
-        """Unscale, clip and apply the gradients of one optimizer; returns the gradient norm before clipping."""
+        """Unscale, clip (unless --grad-clip-thresh is 0) and apply the gradients of one optimizer; returns the
+        gradient norm before clipping."""
         optimizer = self.optimizers[name]
         self.scaler.unscale_(optimizer)
-        parameters = [p for group in optimizer.param_groups for p in group["params"]]
-        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
+        parameters = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if self.args.grad_clip_thresh > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
         self.scaler.step(optimizer)
         optimizer.zero_grad(set_to_none=True)
         return grad_norm.detach()
@@ -275,166 +308,86 @@ class Trainer:
         self.grad_norms[name] = self.step_optimizer(name)
         return True
 
-    def train_batch(self, batch, batch_index: int, accumulate_more: bool) -> tuple[torch.Tensor, int, dict]:
-        """Forward and backward of one batch; steps the optimizer(s) unless more batches are to be accumulated."""
-        args = self.args
-        scale_before = self.scaler.get_scale() if self.scaler.is_enabled() else None
-        self.grad_norms = {}
-        if self.recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own optimizer steps
-            output = self.recipe.train_step(self.model, batch, args, self)
-        else:
-            sync = self.model.no_sync() if accumulate_more and self.context.is_distributed else nullcontext()
-            with sync:
-                with self.autocast():
-                    output = self.recipe.compute_loss(self.model, batch, args)
-                if not self.all_ranks_finite(output.loss):
-                    self.skipped_steps += 1
-                    self.optimizers["model"].zero_grad(set_to_none=True)
-                    return output.loss.detach(), output.items, output.metrics
-                self.scaler.scale(output.loss / args.grad_accumulation).backward()
-            if accumulate_more:
-                return output.loss.detach(), output.items, output.metrics
-            self.grad_norms["model"] = self.step_optimizer("model")
-        if not self.grad_norms:  # nothing stepped (every loss of the batch was skipped)
-            return output.loss.detach(), output.items, output.metrics
-        self.scaler.update()
-        if scale_before is not None and self.scaler.get_scale() < scale_before:
-            self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
-        self.iteration += 1
-        norms = {f"grad_norm_{name}" if len(self.optimizers) > 1 else "grad_norm": norm
-                 for name, norm in self.grad_norms.items()}
-        return output.loss.detach(), output.items, {**output.metrics, **norms}
-
-    def autocast(self):
-        """The precision context of this run (--amp, --bf16 or none), for recipes' own train steps too."""
-        return autocast_context(self.args, self.device)
-
-    # ---- epochs ------------------------------------------------------------------------------------------------
-
-    def train(self) -> None:
-        args = self.args
-        self.log_parameters()
-        if self.epoch >= args.epochs and self.context.is_main:
-            print(f"nothing to train: the resumed run has done {self.epoch} epochs and --epochs is {args.epochs}; "
-                  "raise --epochs to train further", file=sys.stderr)
-        try:
-            while self.epoch < args.epochs:
-                self.train_epoch()
-                self.validate()
-                self.epoch += 1
-                self.batches_done_in_epoch = 0
-                self.epoch_sums.zero_()
-                if self.epoch % args.epochs_per_checkpoint == 0 or self.epoch == args.epochs:
-                    self.save(self.epoch)
-            self.logger.log([], {"run_time": time.time() - self.logger.start_time, "epochs": self.epoch,
-                                 "iterations": self.iteration, "skipped_steps": self.skipped_steps})
-        finally:
-            self.logger.close()
-            shutdown()
-
-    def train_epoch(self) -> None:
-        args, recipe = self.args, self.recipe
-        self.model.train()
-        self.train_sampler.set_epoch(self.epoch, skip_batches=self.batches_done_in_epoch)
-        if hasattr(self.data.train, "set_epoch"):
-            self.data.train.set_epoch(self.epoch)
-        self.loader_generator.manual_seed(args.seed * 7 + self.epoch)  # worker seeds, without touching torch's RNG
-        batches_per_epoch = self.batches_done_in_epoch + len(self.train_sampler)
-        epoch_start = time.perf_counter()
-        progress = self._progress_bar(len(self.train_sampler))
-        iteration_start = time.perf_counter()
-        for batch in self.train_loader:
-            learning_rate = self.schedule.lr_at(self.epoch, self.iteration)
-            for optimizer in self.optimizers.values():
-                for group in optimizer.param_groups:
-                    group["lr"] = learning_rate
-            batch = recipe.batch_to_device(batch, self.device)
-            index = self.batches_done_in_epoch
-            accumulate_more = (index + 1) % args.grad_accumulation != 0 and index + 1 < batches_per_epoch
-            loss, items, metrics = self.train_batch(batch, index, accumulate_more)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
-            iteration_time = time.perf_counter() - iteration_start
-            totals = all_reduce_sum(torch.tensor([loss.item(), float(items)], dtype=torch.float64))
-            mean_loss = totals[0].item() / self.context.world_size
-            if math.isfinite(mean_loss):
-                self.epoch_sums += torch.tensor([mean_loss, 1.0, totals[1].item()], dtype=torch.float64)
-            self.batches_done_in_epoch += 1
-            record = {"train_loss": mean_loss, "train_items_per_sec": totals[1].item() / iteration_time,
-                      "train_iter_time": iteration_time, "lr": learning_rate}
-            record.update({f"train_{name}": float(value) for name, value in metrics.items()})
-            self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,
-                            echo=progress is None and not args.quiet)
-            self.logger.scalars(self.iteration, {f"train/{name}": value for name, value in record.items()})
-            if progress is not None:
-                progress.set_postfix(loss=f"{mean_loss:.4f}")
-                progress.update(1)
-            if args.iters_per_checkpoint and not accumulate_more and self.iteration % args.iters_per_checkpoint == 0:
-                self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")  # epoch in progress, batches done
-            iteration_start = time.perf_counter()
-        if progress is not None:
-            progress.close()
-        epoch_time = time.perf_counter() - epoch_start
-        loss_sum, batches, items = self.epoch_sums.tolist()
-        self.logger.log([self.epoch + 1], {
-            "train_loss": loss_sum / max(batches, 1),  # the mean over the epoch's batches, not the last one
-            "train_items_per_sec": items / epoch_time, "train_epoch_time": epoch_time,
-            "skipped_steps": self.skipped_steps,
-        })
+    # ---- validation and checkpoints ----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def validate(self) -> None:
+    def validate(self, epoch_end: bool = False) -> None:
+        """The loss (and the recipe's corpus-level metrics) over the whole validation set, every rank taking its
+        share and the sums added across ranks; then the recipe's report on one batch, on rank 0."""
         args, recipe = self.args, self.recipe
-        model = unwrap(self.model)
-        model.eval()
-        sampler = EpochBatchSampler(len(self.data.validation), args.batch_size, shuffle=False, drop_last=False,
-                                    rank=self.context.rank, world_size=self.context.world_size) \
-            if len(self.data.validation) >= self.context.world_size else []
-        loader = DataLoader(self.data.validation, batch_sampler=sampler, collate_fn=self.data.collate,
-                            num_workers=0)
-        sums = torch.zeros(3, dtype=torch.float64)  # loss * items, items, items
+        # Validation's random draws (Tacotron 2's always-on prenet dropout, WaveGlow's sampling noise) must not move
+        # training's random stream: a run validated at other points trains the same.
+        training_rng = rng_state()
+        self.model.eval()
+        loader = DataLoader(self.data.validation, batch_sampler=self.batch_sampler(self.data.validation, False),
+                            collate_fn=self.data.collate, num_workers=0)
+        loss_sums = torch.zeros(2, dtype=torch.float64)  # loss * items, items
+        metric_sums: dict[str, float] = {}
         first_batch = None
         start = time.perf_counter()
         for batch in loader:
             batch = recipe.batch_to_device(batch, self.device)
             first_batch = batch if first_batch is None else first_batch
             with self.autocast():
-                output = recipe.compute_loss(model, batch, args)
+                output = recipe.compute_loss(self.model, batch, args)
+                sums = recipe.validation_sums(self.model, batch, args) if recipe.validation_sums else {}
             # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
-            sums += torch.tensor([output.loss.item() * output.items, output.items, output.items],
-                                 dtype=torch.float64)
-        sums = all_reduce_sum(sums)
+            loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
+            for name, value in sums.items():
+                metric_sums[name] = metric_sums.get(name, 0.0) + float(value)
+        loss_sum, items = all_reduce_sum(loss_sums).tolist()
         elapsed = time.perf_counter() - start
-        record = {"val_loss": (sums[0] / sums[1]).item() if sums[1] > 0 else float("nan"),
-                  "val_items_per_sec": sums[2].item() / max(elapsed, 1e-9)}
+        record = {"val_loss": loss_sum / items if items > 0 else float("nan"),
+                  "val_items_per_sec": items / max(elapsed, 1e-9)}
+        if recipe.validation_sums is not None:
+            totals: dict[str, float] = {}
+            for rank_sums in all_gather_objects(metric_sums):
+                for name, value in rank_sums.items():
+                    totals[name] = totals.get(name, 0.0) + value
+            record.update(recipe.validation_metrics(totals) if recipe.validation_metrics is not None
+                          else {f"val_{name}": value for name, value in totals.items()})
         if self.context.is_main and recipe.validation_report is not None and first_batch is not None:
-            report = recipe.validation_report(model, first_batch, args)
+            report = recipe.validation_report(self.model, first_batch, args)
             record.update(report.get("scalars", {}))
             for name, image in report.get("images", {}).items():
                 self.logger.image(f"validation/{name}", image, self.iteration)
             for name, audio in report.get("audio", {}).items():
                 self.logger.audio(f"validation/{name}", audio, self.iteration, self.audio_params.sampling_rate)
-        self.logger.log([self.epoch + 1], record)
+        step = [self.epoch + 1] if epoch_end else [self.epoch + 1, self.batches_done_in_epoch]
+        self.logger.log(step, record)
         self.logger.scalars(self.iteration, {f"validation/{name}": value for name, value in record.items()})
-        model.train()
+        self.model.train()
+        set_rng_state(training_rng)
+        self.validated_at = self.iteration
+
+    def save(self, name_epoch: int | str) -> None:
+        rng_states = all_gather_objects(rng_state_for_checkpoint(rng_state()))  # every rank takes part
+        if self.context.is_main:
+            path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
+            ckpt.save_checkpoint(training_state(self, rng_states), path)
+            ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
+            print(f"saved checkpoint {path}", flush=True)
+        barrier()
+        self.saved_at = self.iteration
 
     # ---- logging helpers ---------------------------------------------------------------------------------------
 
     def log_parameters(self) -> None:
-        unit = self.recipe.items_unit
+        unit, args = self.recipe.items_unit, self.args
+        batch_size = getattr(self.train_sampler, "batch_size", None)  # None when batches vary (max-tokens)
+        global_batch = batch_size * self.context.world_size * args.grad_accumulation if batch_size else None
         self.logger.parameters({"model_name": self.recipe.name, "world_size": self.context.world_size,
-                                "device": str(self.device), "global_batch_size":
-                                self.args.batch_size * self.context.world_size * self.args.grad_accumulation,
-                                **vars(self.args)})
+                                "device": str(self.device), "global_batch_size": global_batch, **vars(args)})
         for metric, metric_unit in [("train_loss", None), ("val_loss", None), ("train_items_per_sec", f"{unit}/s"),
                                     ("val_items_per_sec", f"{unit}/s"), ("train_iter_time", "s"),
                                     ("train_epoch_time", "s"), ("run_time", "s")]:
             self.logger.metadata(metric, metric_unit)
         if self.context.is_main:
             parameters = sum(p.numel() for p in self.model.parameters())
+            batching = f", global batch {global_batch}" if global_batch else ""
             print(f"{self.recipe.name}: {parameters:,} parameters, {len(self.data.train)} training and "
                   f"{len(self.data.validation)} validation items, {self.context.world_size} process(es) on "
-                  f"{self.device}, global batch {self.args.batch_size * self.context.world_size}", flush=True)
+                  f"{self.device}{batching}", flush=True)
 
     def _progress_bar(self, total: int):
         """A tqdm bar on a terminal; in a log file (no terminal) per-iteration DLL lines instead."""
@@ -442,4 +395,5 @@ class Trainer:
             return None
         from tqdm import tqdm
 
-        return tqdm(total=total, desc=f"epoch {self.epoch + 1}/{self.args.epochs}", leave=False, dynamic_ncols=True)
+        limit = f"/{self.args.epochs}" if self.args.epochs else ""
+        return tqdm(total=total, desc=f"epoch {self.epoch + 1}{limit}", leave=False, dynamic_ncols=True)

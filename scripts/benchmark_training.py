@@ -48,14 +48,13 @@ def main() -> None:
         except StopIteration:
             batches = iter(trainer.train_loader)
             batch = next(batches)
-        batch = trainer.recipe.batch_to_device(batch, trainer.device)
         start = time.perf_counter()
-        _, count, _ = trainer.train_batch(batch, step, accumulate_more=False)
+        record = trainer.train_step([batch])  # host-to-device copy included, as in training
         if trainer.device.type == "cuda":
             torch.cuda.synchronize()
         if step >= options.warmup:
             times.append(time.perf_counter() - start)
-            items.append(count * trainer.context.world_size)
+            items.append(record["items"])  # summed over ranks
     result = {"model": args.model_name, "device": str(trainer.device), "batch_size": args.batch_size,
               "precision": "fp16" if args.amp else "bf16" if args.bf16 else "fp32",
               "world_size": trainer.context.world_size, "iterations": options.iterations,

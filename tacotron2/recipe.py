@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 
 import torch
+from torch import nn
 
 from common.audio import AudioParams, griffin_lim
 from common.logger import plot_to_image
-from common.recipe import DataSplits, Recipe, StepOutput
-from common.text import TextProcessor
+from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
+from common.sampler import EpochBatchSampler
+from common.text import TextProcessor, add_text_args
 from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
 from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
@@ -20,6 +22,18 @@ from tacotron2.model import build_model, max_steps_warnings_silenced
 def add_args(parser: argparse.ArgumentParser) -> None:
     arg_parser.add_args(parser)
     add_data_args(parser)
+    add_text_args(parser)
+    parser.add_argument("--disable-uniform-initialize-bn-weight", action="store_true",
+                        help="keep PyTorch's BatchNorm weight init instead of NVIDIA's U(0, 1)")
+
+
+def initialize_batchnorm_uniform(model: nn.Module, args: argparse.Namespace) -> None:
+    """NVIDIA's training re-draws every BatchNorm weight from U(0, 1); kept for parity unless disabled."""
+    if args.disable_uniform_initialize_bn_weight:
+        return
+    for module in model.modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.affine:
+            nn.init.uniform_(module.weight)
 
 
 def model_config(args: argparse.Namespace) -> dict:
@@ -33,6 +47,16 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk)
     validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk)
     return DataSplits(train, validation, TextMelCollate())
+
+
+def batch_sampler(args: argparse.Namespace, dataset: TextMelDataset, context: BatchingContext) -> EpochBatchSampler:
+    """--batch-size utterances; with --bucket-by-length, utterances of similar text length batch together."""
+    if args.batch_size is None:
+        raise ValueError("-bs/--batch-size is required: utterances per batch and per process")
+    bucketing = args.bucket_by_length and context.training
+    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
+                             seed=context.seed, rank=context.rank, world_size=context.world_size,
+                             lengths=dataset.bucket_lengths if bucketing else None)
 
 
 def compute_loss(model, batch: dict, args: argparse.Namespace) -> StepOutput:
@@ -73,7 +97,10 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
-    uses_text=True,
+    init_weights=initialize_batchnorm_uniform,
+    text_processor=lambda args: TextProcessor(args.text_cleaners),
+    batch_sampler=batch_sampler,
+    loss_items=lambda batch: len(batch["text_lengths"]),  # the loss is a mean over the batch's utterances
     validation_report=validation_report,
     config_from_reference=dict,  # NVIDIA's config keys are the constructor's (tacotron2/model.py)
 )

@@ -1,58 +1,19 @@
-"""The shared trainer on toy recipes: gradient accumulation, skipping non-finite steps, a recipe with two
-optimizers (the shape of a GAN step) and a step-based learning-rate schedule."""
-import argparse
+"""The shared trainer on toy recipes (tests/common/toy_recipes.py): gradient accumulation weighted by items,
+skipping non-finite steps, a GAN-shaped recipe with two parts and optimizers (in one process and on two), schedules
+as multipliers, clipping off, training by updates with exact resume, max-tokens batching and corpus-level metrics
+reduced across ranks."""
 import math
 
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import Dataset
 
-from common.arguments import add_training_args
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
-from common.recipe import DataSplits, Recipe, StepOutput
 from common.schedules import WarmupPolynomialSchedule
 from common.trainer import Trainer
-
-
-class Points(Dataset):
-    def __init__(self, count: int):
-        generator = torch.Generator().manual_seed(0)
-        self.x = torch.randn(count, 4, generator=generator)
-        self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, index):
-        return self.x[index], self.y[index], torch.tensor(index)
-
-
-def collate(items):
-    x, y, index = zip(*items)
-    return torch.stack(x), torch.stack(y), torch.stack(index)
-
-
-def regression_loss(model, batch, args):
-    x, y, _ = batch
-    return StepOutput(nn.functional.mse_loss(model(x), y), len(x))
-
-
-def toy_recipe(**overrides) -> Recipe:
-    fields = dict(name="Toy", items_unit="samples", add_args=lambda parser: None, model_config=lambda args: {},
-                  build_model=lambda config: nn.Linear(4, 1),
-                  build_data=lambda args, audio: DataSplits(Points(12), Points(4), collate),
-                  batch_to_device=lambda batch, device: batch, compute_loss=regression_loss)
-    fields.update(overrides)
-    return Recipe(**fields)
-
-
-def toy_args(output, *extra):
-    parser = argparse.ArgumentParser()
-    add_training_args(parser)
-    return parser.parse_args(["-o", str(output), "--epochs", "1", "-lr", "0.05", "-bs", "2", "--num-workers", "0",
-                              "--quiet", "--cpu", "--weight-decay", "0", *extra])
+from tests.common.toy_recipes import (Points, collate, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
+                                      sgd, toy_args, toy_recipe, train_on_ranks)
 
 
 def final_weights(recipe, args):
@@ -85,37 +46,8 @@ def test_non_finite_losses_are_skipped_counted_and_training_goes_on(tmp_path):
     assert epochs[-1]["skipped_steps"] == 2
 
 
-class TwoPlayers(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.generator = nn.Linear(4, 1)
-        self.critic = nn.Linear(1, 1)
-
-    def forward(self, x):  # what validation (compute_loss) scores
-        return self.generator(x)
-
-
-def two_optimizers(model, args):
-    return {"critic": torch.optim.SGD(model.critic.parameters(), lr=args.learning_rate),
-            "generator": torch.optim.SGD(model.generator.parameters(), lr=args.learning_rate)}
-
-
-def adversarial_step(model, batch, args, trainer):
-    """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it."""
-    x, y, _ = batch
-    with trainer.autocast():
-        fake = model.generator(x)
-        critic_loss = (model.critic(fake.detach()) - 0.0).pow(2).mean() + (model.critic(y) - 1.0).pow(2).mean()
-    trainer.backward_and_step(critic_loss, "critic")
-    with trainer.autocast():
-        generator_loss = (model.critic(model.generator(x)) - 1.0).pow(2).mean() + nn.functional.mse_loss(fake, y)
-    trainer.backward_and_step(generator_loss, "generator")
-    return StepOutput(generator_loss.detach(), len(x), {"critic_loss": critic_loss.detach()})
-
-
 def test_a_recipe_with_two_optimizers_steps_both_and_resumes_exactly(tmp_path):
-    recipe = toy_recipe(build_model=lambda config: TwoPlayers(), build_optimizers=two_optimizers,
-                        train_step=adversarial_step)
+    recipe = gan_recipe()
     straight = Trainer(recipe, toy_args(tmp_path / "straight", "--epochs", "3"))
     before = {name: p.detach().clone() for name, p in straight.model.named_parameters()}
     straight.train()
@@ -136,11 +68,11 @@ def test_a_recipe_with_two_optimizers_steps_both_and_resumes_exactly(tmp_path):
 
 
 def test_a_recipe_can_bring_a_step_based_schedule(tmp_path):
-    schedule = lambda args: WarmupPolynomialSchedule(base_lr=0.1, warmup_steps=2, total_steps=6)  # noqa: E731
+    schedule = lambda args: WarmupPolynomialSchedule(warmup_steps=2, total_steps=6)  # noqa: E731
     Trainer(toy_recipe(lr_schedule=schedule), toy_args(tmp_path)).train()
     rates = [r["data"]["lr"] for r in read_dllogger_file(tmp_path / "nvlog.json") if isinstance(r["step"], list)
              and len(r["step"]) == 2]
-    assert rates == pytest.approx([schedule(None).lr_at(0, step) for step in range(6)])
+    assert rates == pytest.approx([0.05 * schedule(None).multiplier(0, step) for step in range(6)])
 
 
 def test_resuming_a_finished_run_says_there_is_nothing_to_train(tmp_path, capsys):
@@ -149,5 +81,142 @@ def test_resuming_a_finished_run_says_there_is_nothing_to_train(tmp_path, capsys
     weights = load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")["state_dict"]
     trainer = Trainer(recipe, toy_args(tmp_path, "--epochs", "1", "--resume-from-last"))
     trainer.train()
-    assert "nothing to train: the resumed run has done 2 epochs and --epochs is 1" in capsys.readouterr().err
+    assert ("nothing to train: the resumed run has done 2 epochs and 12 updates (--epochs 1, --max-updates None)"
+            in capsys.readouterr().err)
     assert all(torch.equal(value, trainer.model.state_dict()[key]) for key, value in weights.items())
+
+
+def step_curve(folder, *names):
+    """(step, values...) of every logged optimizer step."""
+    return [(r["step"], *(r["data"][name] for name in names)) for r in read_dllogger_file(folder / "nvlog.json")
+            if isinstance(r["step"], list) and len(r["step"]) == 2 and "train_loss" in r["data"]]
+
+
+def test_gan_parts_on_two_ranks_stay_identical_and_equal_one_process_on_the_global_batch(tmp_path):
+    """Each part is its own DDP: both optimizers' gradients are averaged over ranks, so 2 ranks of batch 2 take the
+    same steps as 1 process of batch 4 (rank r holds every second batch of 2 of the same permutation)."""
+    ranks = train_on_ranks("gan", tmp_path / "ddp", "--epochs", "2", "-bs", "2")
+    single = Trainer(gan_recipe(), toy_args(tmp_path / "single", "--epochs", "2", "-bs", "4"))
+    single.train()
+    for name, value in single.model.state_dict().items():
+        assert torch.equal(ranks[0][name], ranks[1][name]), name
+        torch.testing.assert_close(ranks[0][name], value, rtol=1e-5, atol=1e-6)
+    names = ("train_loss", "train_critic_loss", "grad_norm_critic", "grad_norm_generator")
+    ddp, one = step_curve(tmp_path / "ddp", *names), step_curve(tmp_path / "single", *names)
+    assert len(ddp) == len(one) == 6  # 12 items, a global batch of 4, 2 epochs
+    for (_, *ddp_values), (_, *one_values) in zip(ddp, one):
+        assert ddp_values == pytest.approx(one_values, rel=1e-5, abs=1e-6)
+
+
+def test_a_part_not_named_by_the_recipe_is_an_error(tmp_path):
+    recipe = gan_recipe()
+    recipe.parts = ("generator",)
+    with pytest.raises(ValueError, match=r"parameters outside the recipe's parts \['generator'\].*critic"):
+        Trainer(recipe, toy_args(tmp_path))
+
+
+def test_the_schedule_multiplies_each_parameter_groups_own_learning_rate(tmp_path):
+    def two_groups(model, args):  # a fine-tuning factor: the bias learns at a tenth of the weight's rate
+        return {"model": torch.optim.SGD([{"params": [model.weight]},
+                                          {"params": [model.bias], "lr": args.learning_rate * 0.1}],
+                                         lr=args.learning_rate)}
+
+    trainer = Trainer(toy_recipe(build_optimizers=two_groups),
+                      toy_args(tmp_path, "--epochs", "3", "--anneal-steps", "1", "2", "-lr", "0.5"))
+    rates = []
+    original = trainer.step_optimizer
+    trainer.step_optimizer = lambda name: (rates.append([g["lr"] for g in trainer.optimizers[name].param_groups]),
+                                           original(name))[1]
+    trainer.train()
+    assert rates[0] == pytest.approx([0.5, 0.05]) and rates[6] == pytest.approx([0.05, 0.005])
+    assert rates[12] == pytest.approx([0.005, 0.0005])
+
+
+def test_grad_clip_thresh_zero_means_no_clipping(tmp_path):
+    recipe = toy_recipe(build_optimizers=sgd)
+    torch.manual_seed(0)
+    unclipped = Trainer(recipe, toy_args(tmp_path / "a", "--max-updates", "1", "--grad-clip-thresh", "0",
+                                         "-lr", "0.01"))
+    start = {name: p.detach().clone() for name, p in unclipped.model.named_parameters()}
+    unclipped.train()
+    norm = [r["data"]["grad_norm"] for r in read_dllogger_file(tmp_path / "a" / "nvlog.json")
+            if "grad_norm" in r["data"]][0]
+    assert norm > 1.0  # so the default threshold of 1 would clip
+    moved = torch.cat([(start[name] - p.detach()).flatten() for name, p in unclipped.model.named_parameters()])
+    assert moved.norm().item() == pytest.approx(0.01 * norm, rel=1e-5)  # the whole gradient, unscaled
+    clipped = Trainer(recipe, toy_args(tmp_path / "b", "--max-updates", "1", "-lr", "0.01"))
+    clipped.train()
+    moved = torch.cat([(start[name] - p.detach()).flatten() for name, p in clipped.model.named_parameters()])
+    assert moved.norm().item() == pytest.approx(0.01 * 1.0, rel=1e-4)
+
+
+def test_training_by_updates_validates_and_saves_on_intervals_and_resumes_exactly_mid_interval(tmp_path):
+    """6 batches an epoch; --max-updates 10 ends inside epoch 2. Stopping at 4 (between a validation at 3 and a
+    checkpoint at 5) and resuming to 10 gives the uninterrupted curve."""
+    flags = ("--epochs", "100", "--val-interval-updates", "3", "--save-interval-updates", "5")
+    Trainer(toy_recipe(), toy_args(tmp_path / "straight", *flags, "--max-updates", "10")).train()
+    records = read_dllogger_file(tmp_path / "straight" / "nvlog.json")
+    assert [r["step"] for r in records if "val_loss" in r["data"]] == [[1, 3], [1, 6], [2, 3], [2, 4]]
+    saved = sorted(path.name for path in (tmp_path / "straight").glob("checkpoint_Toy_*.pt"))
+    assert saved == ["checkpoint_Toy_1_5.pt", "checkpoint_Toy_2_4.pt", "checkpoint_Toy_last.pt"]  # updates 5 and 10
+    assert load_checkpoint(tmp_path / "straight" / "checkpoint_Toy_last.pt")["iteration"] == 10
+
+    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "4")).train()
+    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "10", "--resume-from-last")).train()
+    assert step_curve(tmp_path / "stopped", "train_loss") == step_curve(tmp_path / "straight", "train_loss")
+
+
+def test_epochs_or_updates_must_be_given(tmp_path):
+    with pytest.raises(ValueError, match="--epochs N, --max-updates N, or both"):
+        Trainer(toy_recipe(), toy_args(tmp_path, "--epochs", "0"))
+
+
+def test_max_tokens_steps_are_the_mean_over_items_on_two_ranks_as_with_accumulation_in_one(tmp_path):
+    """Batches of different sizes: 2 ranks with one batch each take the step that 1 process takes by accumulating
+    the same two batches, because gradients are weighted by items over micro-batches and ranks."""
+    recipe = max_tokens_recipe()
+    single = Trainer(recipe, toy_args(tmp_path / "single", "--grad-accumulation", "2", "--grad-clip-thresh", "0"))
+    sizes = [len(batch) for batch in single.train_sampler]
+    assert len(set(sizes)) > 1  # the test needs micro-batches of different sizes
+    single.train()
+    ddp = train_on_ranks("max_tokens", tmp_path / "ddp", "--grad-clip-thresh", "0")
+    steps = step_curve(tmp_path / "ddp", "train_loss", "grad_norm")
+    single_steps = step_curve(tmp_path / "single", "train_loss", "grad_norm")[:len(steps)]
+    assert len(steps) >= 3 and [s[0] for s in single_steps] == [[1, 2 * (k + 1)] for k in range(len(steps))]
+    assert [v for s in single_steps for v in s[1:]] == pytest.approx([v for s in steps for v in s[1:]], rel=1e-5)
+    if len(sizes) % 2 == 0:  # the same batches went into both runs: same weights at the end
+        for name, value in single.model.state_dict().items():
+            torch.testing.assert_close(ddp[0][name], value, rtol=1e-5, atol=1e-6)
+
+
+def test_validation_metrics_cover_the_whole_set_on_every_rank_and_sum_across_ranks(tmp_path):
+    ranks = train_on_ranks("metric", tmp_path / "ddp")
+    single = Trainer(metric_recipe(), toy_args(tmp_path / "single", "-bs", "4"))
+    single.train()
+    validation = [r["data"] for r in read_dllogger_file(tmp_path / "ddp" / "nvlog.json") if "val_mse" in r["data"]]
+    assert validation[0]["val_items_seen"] == 5  # 5 items: batches [0, 1], [4] on rank 0 and [2, 3] on rank 1
+    model = torch.nn.Linear(4, 1)
+    model.load_state_dict(ranks[0])
+    points = Points(5, seed=1)
+    expected = (model(points.x) - points.y).pow(2).mean().item()
+    assert validation[0]["val_mse"] == pytest.approx(expected, rel=1e-5)
+    assert validation[0]["val_loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_micro_batches_of_different_sizes_step_on_the_mean_over_all_their_items(tmp_path):
+    trainer = Trainer(max_tokens_recipe(), toy_args(tmp_path, "--grad-accumulation", "2", "--grad-clip-thresh", "0",
+                                                    "--max-updates", "1"))
+    trainer.train_sampler.set_epoch(0)
+    first, second = list(trainer.train_sampler)[:2]
+    assert len(first) != len(second)
+    start = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+    reference = torch.nn.Linear(4, 1)
+    with torch.no_grad():
+        for p, value in zip(reference.parameters(), start):
+            p.copy_(value)
+    points = trainer.data.train
+    items = torch.tensor(first + second)
+    nn.functional.mse_loss(reference(points.x[items]), points.y[items]).backward()
+    for p, reference_p, value in zip(trainer.model.parameters(), reference.parameters(), start):
+        torch.testing.assert_close(p.detach(), value - 0.05 * reference_p.grad, rtol=1e-5, atol=1e-6)

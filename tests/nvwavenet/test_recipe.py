@@ -151,7 +151,7 @@ def test_flags_and_model_config(tmp_path):
     assert RECIPE.model_config(args)["out_channels"] == 64 and not args.embedding_tanh
     with pytest.raises(SystemExit):
         full_parser().parse_args(["--residual-chanels", "8"])
-    assert RECIPE.name == "WaveNet" and RECIPE.items_unit == "samples" and not RECIPE.uses_text
+    assert RECIPE.name == "WaveNet" and RECIPE.items_unit == "samples" and RECIPE.text_processor is None
 
 
 def test_recipe_trains_a_tiny_model_until_it_memorises_a_clip(tmp_path):

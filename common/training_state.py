@@ -1,0 +1,130 @@
+"""What a training checkpoint holds and how a run is put back exactly where it stopped.
+
+A resumed run reproduces the loss curve of an uninterrupted one: the checkpoint holds the model, optimizers, loss
+scaler, epoch, optimizer step, position in the epoch, running epoch sums and the RNG states of every rank, and the
+data order is a function of (seed, epoch) alone.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from common import checkpoint as ckpt
+from common.audio import AudioParams
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def rng_state_for_checkpoint(state: dict) -> dict:
+    """numpy and python RNG states as plain lists/tensors, so the checkpoint loads with weights_only=True."""
+    kind, keys, position, has_gauss, cached_gauss = state["numpy"]
+    version, internal, gauss_next = state["python"]
+    saved = {"torch": state["torch"], "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss,
+                                                cached_gauss],
+             "python": [version, list(internal), gauss_next]}
+    if "cuda" in state:
+        saved["cuda"] = state["cuda"]
+    return saved
+
+
+def rng_state_from_checkpoint(saved: dict) -> dict:
+    kind, keys, position, has_gauss, cached_gauss = saved["numpy"]
+    version, internal, gauss_next = saved["python"]
+    state = {"torch": saved["torch"], "numpy": (kind, keys.numpy().astype(np.uint32), position, has_gauss,
+                                                cached_gauss),
+             "python": (version, tuple(internal), gauss_next)}
+    if "cuda" in saved:
+        state["cuda"] = saved["cuda"]
+    return state
+
+
+def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> Path | None:
+    if args.checkpoint_path:
+        return Path(args.checkpoint_path)
+    if args.resume_from_last:
+        pointer = ckpt.last_checkpoint_pointer(args.output, model_name)
+        if pointer.exists():
+            return pointer.resolve()
+        print(f"--resume-from-last: no {pointer} yet, starting from scratch", flush=True)
+    return None
+
+
+def training_state(trainer, rng_states: list) -> dict:
+    """Everything a run needs to continue; `rng_states` are every rank's, gathered by the caller."""
+    return {
+        "format_version": ckpt.FORMAT_VERSION,
+        "model_name": trainer.recipe.name,
+        "model_config": trainer.model_config,
+        "audio_params": trainer.audio_params.to_dict(),
+        "text": trainer.text.to_dict() if trainer.text is not None else None,
+        "state_dict": trainer.model.state_dict(),
+        "optimizers": {name: optimizer.state_dict() for name, optimizer in trainer.optimizers.items()},
+        "scaler": trainer.scaler.state_dict(),
+        "lr_schedule": trainer.schedule.state_dict(),
+        "epoch": trainer.epoch,
+        "iteration": trainer.iteration,
+        "batches_done_in_epoch": trainer.batches_done_in_epoch,
+        "epoch_sums": trainer.epoch_sums.clone(),
+        "skipped_steps": trainer.skipped_steps,
+        "world_size": trainer.context.world_size,
+        "rng_states": rng_states,
+        "args": {key: value for key, value in vars(trainer.args).items()
+                 if isinstance(value, (str, int, float, bool, list, type(None)))},
+    }
+
+
+def restore_training_state(trainer, path: Path) -> None:
+    """Load `path` into the trainer's model, optimizers, scaler, progress counters and RNGs."""
+    state = ckpt.load_checkpoint(path, expected_model=trainer.recipe.name)
+    for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
+        if key not in state:
+            raise ValueError(f"{path} is not a training checkpoint of this project (no '{key}'); "
+                             "to start from its weights use it for inference or fine-tuning instead")
+    if state["model_config"] != trainer.model_config:
+        changed = sorted(key for key in set(state["model_config"]) | set(trainer.model_config)
+                         if state["model_config"].get(key) != trainer.model_config.get(key))
+        raise ValueError(f"cannot resume from {path}: model flags differ from the checkpoint's in {changed}")
+    AudioParams.from_dict(state["audio_params"]).check_matches(trainer.audio_params, str(path), "this run's flags")
+    ckpt.load_model_state(trainer.model, ckpt.model_state_from_checkpoint(state), str(path))
+    if sorted(state["optimizers"]) != sorted(trainer.optimizers):
+        raise ValueError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
+                         f"{sorted(trainer.optimizers)}")
+    for name, optimizer in trainer.optimizers.items():
+        optimizer.load_state_dict(state["optimizers"][name])
+    trainer.scaler.load_state_dict(state["scaler"])
+    trainer.epoch, trainer.iteration = state["epoch"], state["iteration"]
+    trainer.batches_done_in_epoch = state["batches_done_in_epoch"]
+    trainer.epoch_sums = state["epoch_sums"].clone()
+    trainer.skipped_steps = state["skipped_steps"]
+    rank, world_size = trainer.context.rank, trainer.context.world_size
+    if state["world_size"] == world_size:
+        set_rng_state(rng_state_from_checkpoint(state["rng_states"][rank]))
+    else:
+        print(f"resuming on {world_size} ranks from a {state['world_size']}-rank checkpoint: "
+              "RNG streams are re-seeded, so the run will not match the original exactly", flush=True)
+        seed_everything(trainer.args.seed + 7919 * trainer.epoch + rank)
+    print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
+          f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)

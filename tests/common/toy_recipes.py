@@ -1,0 +1,143 @@
+"""Toy recipes for testing the shared trainer: a linear regression, and a two-player game with the shape of a GAN
+step. They live in a module of their own so that spawned ranks of a 2-process run can import them by name."""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from pathlib import Path
+
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+from torch.utils.data import Dataset
+
+from common.arguments import add_training_args
+from common.recipe import DataSplits, Recipe, StepOutput
+from common.sampler import MaxTokensBatchSampler
+from common.trainer import Trainer
+
+
+class Points(Dataset):
+    """x ~ N(0, 1) in 4 dimensions, y a fixed linear function of x; `length` varies per item, for max-tokens."""
+
+    def __init__(self, count: int, seed: int = 0):
+        generator = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(count, 4, generator=generator)
+        self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
+        self.lengths = [1 + (7 * index) % 5 for index in range(count)]
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, index):
+        return self.x[index], self.y[index], torch.tensor(index)
+
+
+def collate(items):
+    x, y, index = zip(*items)
+    return torch.stack(x), torch.stack(y), torch.stack(index)
+
+
+def regression_loss(model, batch, args):
+    x, y, _ = batch
+    return StepOutput(nn.functional.mse_loss(model(x), y), len(x))
+
+
+def toy_recipe(**overrides) -> Recipe:
+    fields = dict(name="Toy", items_unit="samples", add_args=lambda parser: None, model_config=lambda args: {},
+                  build_model=lambda config: nn.Linear(4, 1),
+                  build_data=lambda args, audio: DataSplits(Points(12), Points(4, seed=1), collate),
+                  batch_to_device=lambda batch, device: batch, compute_loss=regression_loss)
+    fields.update(overrides)
+    return Recipe(**fields)
+
+
+class TwoPlayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.generator = nn.Linear(4, 1)
+        self.critic = nn.Linear(1, 1)
+
+    def forward(self, x):  # what validation (compute_loss) scores
+        return self.generator(x)
+
+
+def two_optimizers(model, args):
+    return {"critic": torch.optim.SGD(model.critic.parameters(), lr=args.learning_rate),
+            "generator": torch.optim.SGD(model.generator.parameters(), lr=args.learning_rate)}
+
+
+def adversarial_step(parts, batch, args, trainer):
+    """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it."""
+    x, y, _ = batch
+    with trainer.autocast():
+        fake = parts.generator(x)
+        critic_loss = parts.critic(fake.detach()).pow(2).mean() + (parts.critic(y) - 1.0).pow(2).mean()
+    trainer.backward_and_step(critic_loss, "critic")
+    with trainer.autocast():
+        generator_loss = (parts.critic(fake) - 1.0).pow(2).mean() + nn.functional.mse_loss(fake, y)
+    trainer.backward_and_step(generator_loss, "generator")
+    return StepOutput(generator_loss.detach(), len(x), {"critic_loss": critic_loss.detach()})
+
+
+def gan_recipe() -> Recipe:
+    return toy_recipe(build_model=lambda config: TwoPlayers(), parts=("generator", "critic"),
+                      build_optimizers=two_optimizers, train_step=adversarial_step)
+
+
+def max_tokens_recipe() -> Recipe:
+    """Batches by a budget of (items x longest length); the loss is a mean over items, so items weigh steps."""
+    def sampler(args, dataset, context):
+        return MaxTokensBatchSampler(dataset.lengths, max_tokens=8, shuffle=context.training,
+                                     drop_uneven=context.training, seed=context.seed, rank=context.rank,
+                                     world_size=context.world_size)
+    return toy_recipe(batch_sampler=sampler, loss_items=lambda batch: len(batch[0]), build_optimizers=sgd,
+                      build_data=lambda args, audio: DataSplits(Points(24), Points(6, seed=1), collate))
+
+
+def sgd(model, args):
+    """Plain SGD: a step is the gradient times the rate, so a gradient of the wrong scale shows (Adam hides it)."""
+    return {"model": torch.optim.SGD(model.parameters(), lr=args.learning_rate)}
+
+
+def validation_error_sums(model, batch, args):
+    """A corpus-level metric: squared errors and items summed, so the ratio is the mean over the whole set."""
+    x, y, _ = batch
+    return {"squared_error": float((model(x) - y).pow(2).sum()), "items": len(x)}
+
+
+def metric_recipe() -> Recipe:
+    return toy_recipe(validation_sums=validation_error_sums,
+                      validation_metrics=lambda sums: {"val_mse": sums["squared_error"] / sums["items"],
+                                                       "val_items_seen": sums["items"]},
+                      build_data=lambda args, audio: DataSplits(Points(12), Points(5, seed=1), collate))
+
+
+RECIPES = {"regression": toy_recipe, "gan": gan_recipe, "max_tokens": max_tokens_recipe, "metric": metric_recipe}
+
+
+def toy_args(output, *extra) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_training_args(parser)
+    return parser.parse_args(["-o", str(output), "--epochs", "1", "-lr", "0.05", "-bs", "2", "--num-workers", "0",
+                              "--quiet", "--cpu", "--weight-decay", "0", *extra])
+
+
+def _rank_main(rank: int, world_size: int, port: int, recipe_name: str, output: str, extra: list[str]) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(world_size), OMP_NUM_THREADS="1")
+    torch.set_num_threads(1)
+    trainer = Trainer(RECIPES[recipe_name](), toy_args(output, "--dist-backend", "gloo", *extra))
+    trainer.train()
+    torch.save(trainer.model.state_dict(), Path(output) / f"final_rank{rank}.pt")
+
+
+def train_on_ranks(recipe_name: str, output: Path, *extra: str, world_size: int = 2) -> list[dict]:
+    """Train a toy recipe on `world_size` gloo processes; returns each rank's final state dict."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    mp.start_processes(_rank_main, args=(world_size, port, recipe_name, str(output), list(extra)),
+                       nprocs=world_size, start_method="spawn")
+    return [torch.load(Path(output) / f"final_rank{rank}.pt", weights_only=True) for rank in range(world_size)]

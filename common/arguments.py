@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from common.audio import add_audio_args
+from common.errors import UserError, UserFileNotFoundError
 from common.schedules import add_schedule_args
 
 
@@ -80,9 +81,9 @@ def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
     try:
         content = json.loads(path.read_text())
     except FileNotFoundError:
-        raise SystemExit(f"error: --config-file {path} does not exist")
+        raise UserFileNotFoundError(f"--config-file {path} does not exist")
     except json.JSONDecodeError as error:
-        raise SystemExit(f"error: --config-file {path} is not valid JSON: {error}")
+        raise UserError(f"--config-file {path} is not valid JSON: {error}")
     flat = {}
     for key, value in content.items():
         if isinstance(value, dict):  # a section such as "audio"
@@ -94,7 +95,7 @@ def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
     for key, value in flat.items():
         dest = key.replace("-", "_")
         if dest not in destinations:
-            raise SystemExit(f"error: --config-file {path}: unknown setting '{key}'")
+            raise UserError(f"--config-file {path}: unknown setting '{key}'")
         values[dest] = value
     return values
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
-from common.errors import UserFileNotFoundError
+from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_filelist
 
 
@@ -54,9 +54,9 @@ class AudioCropDataset(Dataset):
     def __init__(self, filelist: str | Path, dataset_path: str | Path, audio: AudioParams, segment_length: int,
                  seed: int = 0, vary_with_epoch: bool = True, hop_aligned: bool = False):
         if segment_length < 1:
-            raise ValueError(f"--segment-length must be positive, got {segment_length}")
+            raise UserError(f"--segment-length must be positive, got {segment_length}")
         if hop_aligned and segment_length % audio.hop_length:
-            raise ValueError(f"--segment-length ({segment_length}) must be a multiple of --hop-length "
+            raise UserError(f"--segment-length ({segment_length}) must be a multiple of --hop-length "
                              f"({audio.hop_length}): one mel frame per hop of audio")
         self.entries = read_filelist(filelist, dataset_path, need_text=False)
         for entry in self.entries:  # fail at start-up, not hours into training

@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
+from common.errors import UserError
 
 class EpochBatchSampler(Sampler[list[int]]):
     """Yields the batches of this rank for the epoch given to set_epoch().
@@ -25,9 +26,9 @@ class EpochBatchSampler(Sampler[list[int]]):
                  seed: int = 0, rank: int = 0, world_size: int = 1, lengths: Sequence[int] | None = None,
                  bucket_size: int = 32):
         if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+            raise UserError(f"batch size must be at least 1, got {batch_size}")
         if num_items < batch_size * world_size and drop_last:
-            raise ValueError(
+            raise UserError(
                 f"{num_items} items cannot fill one batch of {batch_size} on each of {world_size} ranks; "
                 "lower the batch size or add data"
             )
@@ -79,7 +80,7 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         self.lengths = torch.as_tensor(lengths, dtype=torch.long)
         too_long = torch.nonzero(self.lengths > max_tokens).flatten().tolist()
         if too_long:
-            raise ValueError(f"{len(too_long)} item(s) are longer than --max-tokens {max_tokens} (item {too_long[0]}: "
+            raise UserError(f"{len(too_long)} item(s) are longer than --max-tokens {max_tokens} (item {too_long[0]}: "
                              f"{int(self.lengths[too_long[0]])}); raise --max-tokens or filter the data by length")
         self.max_tokens, self.max_batch_size = max_tokens, max_batch_size
         self.shuffle, self.drop_uneven = shuffle, drop_uneven
@@ -87,7 +88,7 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         self.epoch = 0
         self.skip_batches = 0
         if len(self._all_batches()) < world_size and drop_uneven:
-            raise ValueError(f"{len(self.lengths)} items make fewer than one batch of --max-tokens {max_tokens} for "
+            raise UserError(f"{len(self.lengths)} items make fewer than one batch of --max-tokens {max_tokens} for "
                              f"each of {world_size} ranks; lower --max-tokens or add data")
 
     def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:

@@ -10,6 +10,7 @@ import argparse
 import math
 from dataclasses import asdict, dataclass, field
 
+from common.errors import UserError
 SCHEDULES = ("epoch-anneal", "warmup-polynomial", "tri-stage")
 
 
@@ -42,7 +43,7 @@ class EpochAnnealSchedule:
 
     def __post_init__(self):
         if self.anneal_factor not in (0.1, 0.3):
-            raise ValueError(f"--anneal-factor must be 0.1 or 0.3, got {self.anneal_factor}")
+            raise UserError(f"--anneal-factor must be 0.1 or 0.3, got {self.anneal_factor}")
 
     def multiplier(self, epoch: int, step: int) -> float:
         passed = sum(1 for boundary in self.anneal_steps if epoch >= boundary)
@@ -84,7 +85,7 @@ class TriStageSchedule:
 
     def __post_init__(self):
         if self.decay_steps > 0 and not 0 < self.final_scale <= 1:
-            raise ValueError(f"--final-lr-scale must be in (0, 1] for an exponential decay, got {self.final_scale}")
+            raise UserError(f"--final-lr-scale must be in (0, 1] for an exponential decay, got {self.final_scale}")
 
     def multiplier(self, epoch: int, step: int) -> float:
         if step < self.warmup_steps:
@@ -106,7 +107,7 @@ def schedule_from_args(args: argparse.Namespace):
         return EpochAnnealSchedule(args.anneal_steps, args.anneal_factor)
     if args.lr_schedule == "warmup-polynomial":
         if not args.max_updates:
-            raise ValueError("--lr-schedule warmup-polynomial decays to --max-updates: set --max-updates")
+            raise UserError("--lr-schedule warmup-polynomial decays to --max-updates: set --max-updates")
         return WarmupPolynomialSchedule(args.warmup_updates, args.max_updates, args.lr_power, args.final_lr_scale)
     return TriStageSchedule(args.warmup_updates, args.hold_updates, args.decay_updates, args.init_lr_scale,
                             args.final_lr_scale)

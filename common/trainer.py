@@ -21,6 +21,7 @@ from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, barrier, init_distributed,
                                 shutdown, wrap_parts)
+from common.errors import UserError
 from common.logger import RunLogger
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import EpochBatchSampler
@@ -47,7 +48,7 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
 def fixed_size_batches(args: argparse.Namespace, dataset: Dataset, context: BatchingContext) -> EpochBatchSampler:
     """The default batching: --batch-size items per batch and rank, reshuffled every epoch."""
     if args.batch_size is None:
-        raise ValueError("-bs/--batch-size is required: items per batch and per process")
+        raise UserError("-bs/--batch-size is required: items per batch and per process")
     return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
                              seed=context.seed, rank=context.rank, world_size=context.world_size)
 
@@ -55,9 +56,9 @@ def fixed_size_batches(args: argparse.Namespace, dataset: Dataset, context: Batc
 class Trainer:
     def __init__(self, recipe: Recipe, args: argparse.Namespace):
         if not args.epochs and not args.max_updates:
-            raise ValueError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
+            raise UserError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
         if recipe.train_step is not None and args.grad_accumulation != 1:
-            raise ValueError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
+            raise UserError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
         self.recipe, self.args = recipe, args
         self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend)
         self.device = self.context.device
@@ -98,7 +99,8 @@ class Trainer:
         self.skipped_steps = 0
         resume_from = find_resume_checkpoint(args, recipe.name)
         if resume_from is not None:
-            restore_training_state(self, resume_from)
+            restore_training_state(self, resume_from,
+                                   "--checkpoint-path" if args.checkpoint_path else "--resume-from-last")
         self.validated_at = self.saved_at = None  # the iteration of the last validation and checkpoint
         self.save_due = False
         self.parts = wrap_parts(self.model, recipe.parts, self.context)

@@ -15,6 +15,7 @@ import torch
 
 from common import checkpoint as ckpt
 from common.audio import AudioParams
+from common.errors import UserError
 
 
 def seed_everything(seed: int) -> None:
@@ -96,21 +97,21 @@ def training_state(trainer, rng_states: list) -> dict:
     }
 
 
-def restore_training_state(trainer, path: Path) -> None:
-    """Load `path` into the trainer's model, optimizers, scaler, progress counters and RNGs."""
-    state = ckpt.load_checkpoint(path, expected_model=trainer.recipe.name)
+def restore_training_state(trainer, path: Path, flag: str) -> None:
+    """Load `path` (given by `flag`) into the trainer's model, optimizers, scaler, progress counters and RNGs."""
+    state = ckpt.load_checkpoint(path, expected_model=trainer.recipe.name, flag=flag)
     for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
         if key not in state:
-            raise ValueError(f"{path} is not a training checkpoint of this project (no '{key}'); "
+            raise UserError(f"{path} is not a training checkpoint of this project (no '{key}'); "
                              "to start from its weights use it for inference or fine-tuning instead")
     if state["model_config"] != trainer.model_config:
         changed = sorted(key for key in set(state["model_config"]) | set(trainer.model_config)
                          if state["model_config"].get(key) != trainer.model_config.get(key))
-        raise ValueError(f"cannot resume from {path}: model flags differ from the checkpoint's in {changed}")
+        raise UserError(f"cannot resume from {path}: model flags differ from the checkpoint's in {changed}")
     AudioParams.from_dict(state["audio_params"]).check_matches(trainer.audio_params, str(path), "this run's flags")
     ckpt.load_model_state(trainer.model, ckpt.model_state_from_checkpoint(state), str(path))
     if sorted(state["optimizers"]) != sorted(trainer.optimizers):
-        raise ValueError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
+        raise UserError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
                          f"{sorted(trainer.optimizers)}")
     for name, optimizer in trainer.optimizers.items():
         optimizer.load_state_dict(state["optimizers"][name])

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from common.audio import AudioParams, griffin_lim
+from common.errors import UserError
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
 from common.sampler import EpochBatchSampler
@@ -52,7 +53,7 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
 def batch_sampler(args: argparse.Namespace, dataset: TextMelDataset, context: BatchingContext) -> EpochBatchSampler:
     """--batch-size utterances; with --bucket-by-length, utterances of similar text length batch together."""
     if args.batch_size is None:
-        raise ValueError("-bs/--batch-size is required: utterances per batch and per process")
+        raise UserError("-bs/--batch-size is required: utterances per batch and per process")
     bucketing = args.bucket_by_length and context.training
     return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
                              seed=context.seed, rank=context.rank, world_size=context.world_size,

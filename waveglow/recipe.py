@@ -7,6 +7,7 @@ from torch import nn
 
 from common.audio import AudioParams
 from common.audio_crops import crops_to_device
+from common.errors import UserError
 from common.recipe import DataSplits, Recipe, StepOutput
 from waveglow import arg_parser
 from waveglow.data_function import MelAudioDataset, collate_mel_audio
@@ -22,7 +23,7 @@ def build_model(config: dict) -> nn.Module:
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     if args.segment_length % args.groups != 0:
-        raise ValueError(f"--segment-length ({args.segment_length}) must be a multiple of --groups ({args.groups})")
+        raise UserError(f"--segment-length ({args.segment_length}) must be a multiple of --groups ({args.groups})")
     train = MelAudioDataset(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed)
     validation = MelAudioDataset(args.validation_files, args.dataset_path, audio, args.segment_length,
                                  seed=args.seed, vary_with_epoch=False)

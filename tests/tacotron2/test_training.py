@@ -11,6 +11,7 @@ import torch
 
 import train
 from common.checkpoint import load_checkpoint, load_trained_model
+from common.errors import UserError
 from common.logger import read_dllogger_file
 from common.registry import get_recipe
 
@@ -121,7 +122,7 @@ def test_config_file_supplies_defaults_and_rejects_unknown_keys(synthetic_corpus
     train.main(args + ["--epochs", "9"])
     assert '"epochs": 9' in capsys.readouterr().out
     config.write_text('{"epochz": 7}')
-    with pytest.raises(SystemExit, match="preset.json: unknown setting 'epochz'"):
+    with pytest.raises(UserError, match="preset.json: unknown setting 'epochz'"):
         train.main(args)
 
 

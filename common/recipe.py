@@ -64,8 +64,11 @@ class Recipe:
     # (model, args) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
     # Per-group learning rates set here are kept: the schedule multiplies each group's own initial rate.
     build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
-    # For several optimizers: train_step(parts, batch, args, trainer) -> StepOutput runs its forward passes under
-    # `with trainer.autocast():` and calls trainer.backward_and_step(loss, name) for each optimizer in turn.
+    # For several optimizers: train_step(parts, micro_batches, args, trainer) -> StepOutput gets the step's
+    # micro-batches (--grad-accumulation of them, on the device), runs its forward passes under
+    # `with trainer.autocast():`, and for each optimizer calls trainer.backward(loss, name, weight) per micro-batch
+    # inside `with trainer.gradient_sync(part, last_micro_batch):`, then trainer.step(name); or, without
+    # accumulation, trainer.backward_and_step(loss, name).
     train_step: Callable[[Any, Any, argparse.Namespace, Any], StepOutput] | None = None
     # args -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
     lr_schedule: Callable[[argparse.Namespace], Any] | None = None

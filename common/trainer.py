@@ -57,8 +57,6 @@ class Trainer:
     def __init__(self, recipe: Recipe, args: argparse.Namespace):
         if not args.epochs and not args.max_updates:
             raise UserError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
-        if recipe.train_step is not None and args.grad_accumulation != 1:
-            raise UserError(f"--grad-accumulation is not supported by {recipe.name}'s own training step")
         self.recipe, self.args = recipe, args
         self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend)
         self.device = self.context.device
@@ -81,7 +79,9 @@ class Trainer:
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:  # the schedule multiplies this; it is saved with the optimizer
                 group.setdefault("initial_lr", group["lr"])
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=args.amp)  # one scaler serves every optimizer
+        # One loss scaler per optimizer: an fp16 overflow in one part's gradients does not skip the other's step.
+        self.scalers = {name: torch.amp.GradScaler(self.device.type, enabled=args.amp) for name in self.optimizers}
+        self.step_skipped: set[str] = set()  # optimizers whose step this iteration saw a non-finite loss
         self.schedule = recipe.lr_schedule(args) if recipe.lr_schedule is not None else schedule_from_args(args)
 
         self.data = recipe.build_data(args, self.audio_params)
@@ -224,19 +224,14 @@ class Trainer:
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:
                 group["lr"] = group["initial_lr"] * multiplier
-        scale_before = self.scaler.get_scale() if self.scaler.is_enabled() else None
         self.grad_norms = {}
-        if recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own optimizer steps
-            output = recipe.train_step(self.parts, recipe.batch_to_device(micro_batches[0], self.device), args, self)
-            outputs = [(output, 1.0)]
+        if recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own backward passes and steps
+            batches = [recipe.batch_to_device(batch, self.device) for batch in micro_batches]
+            outputs = [(recipe.train_step(self.parts, batches, args, self), 1.0)]
         else:
-            outputs, all_finite = self.accumulate_gradients(micro_batches)
-            if all_finite:
-                self.grad_norms["model"] = self.step_optimizer("model")
-        if self.grad_norms:  # something stepped (not every loss of the step was skipped)
-            self.scaler.update()
-            if scale_before is not None and self.scaler.get_scale() < scale_before:
-                self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
+            outputs = self.accumulate_gradients(micro_batches)
+            self.step("model")
+        if self.grad_norms:  # an optimizer stepped (not every loss of the step was skipped)
             self.iteration += 1
 
         # One all-reduce for the record: loss, metrics (weighted like the gradient) and items over every rank.
@@ -253,10 +248,10 @@ class Trainer:
                        for name, norm in self.grad_norms.items()})
         return record
 
-    def accumulate_gradients(self, micro_batches: list) -> tuple[list[tuple[StepOutput, float]], bool]:
+    def accumulate_gradients(self, micro_batches: list) -> list[tuple[StepOutput, float]]:
         """Backward of each micro-batch, weighted so that the step's gradient is the mean over all its loss items on
-        every rank. Returns the (output, weight) pairs and whether every loss was finite: if one is not on some rank,
-        it stops there, with the gradients cleared and the step counted as skipped."""
+        every rank; only the last backward synchronises gradients across ranks. Stops at a loss that is not finite
+        on some rank (the step is then skipped). Returns the (output, weight) pairs."""
         recipe, model = self.recipe, self.parts["model"]
         weights = [float(recipe.loss_items(batch)) if recipe.loss_items is not None else 1.0
                    for batch in micro_batches]
@@ -264,51 +259,67 @@ class Trainer:
         outputs = []
         for index, (batch, weight) in enumerate(zip(micro_batches, weights)):
             batch = recipe.batch_to_device(batch, self.device)
-            last = index == len(micro_batches) - 1
-            with model.no_sync() if self.context.is_distributed and not last else nullcontext():
+            with self.gradient_sync("model", index == len(micro_batches) - 1):
                 with self.autocast():
                     output = recipe.compute_loss(model, batch, self.args)
                 outputs.append((output, weight))
-                if not self.all_ranks_finite(output.loss):
-                    self.skipped_steps += 1
-                    self.optimizers["model"].zero_grad(set_to_none=True)
-                    return outputs, False
                 # DDP averages gradients over ranks, hence world_size in the numerator.
-                share = weight * self.context.world_size / total_weight
-                self.scaler.scale(output.loss * share).backward()
-        return outputs, True
+                if not self.backward(output.loss, "model", weight * self.context.world_size / total_weight):
+                    break
+        return outputs
 
-    def all_ranks_finite(self, loss: torch.Tensor) -> bool:
-        # Every rank must agree to skip, or DDP's collectives would hang.
+    # The building blocks of a step, for recipes' own train_step too (a GAN: D backward and step, then G's).
+
+    def gradient_sync(self, part: str, enabled: bool):
+        """Context for backward passes of `part`: with enabled=False (an accumulation micro-batch before the last)
+        DDP keeps the gradients local instead of all-reducing them."""
+        wrapped = self.parts[part]
+        return wrapped.no_sync() if self.context.is_distributed and not enabled else nullcontext()
+
+    def backward(self, loss: torch.Tensor, name: str, weight: float = 1.0) -> bool:
+        """Backward of loss * weight into the gradients optimizer `name` will apply, through its loss scaler. A loss
+        that is not finite on some rank (every rank agrees, or DDP would hang) marks that optimizer's step as
+        skipped and is not back-propagated; returns whether it was."""
         finite = all_reduce_sum(torch.tensor(float(torch.isfinite(loss.detach()).item()), device=self.device))
-        return finite.item() == self.context.world_size
+        if finite.item() != self.context.world_size:
+            self.step_skipped.add(name)
+            return False
+        self.scalers[name].scale(loss * weight if weight != 1.0 else loss).backward()
+        return True
 
-    def step_optimizer(self, name: str) -> torch.Tensor:
-        """Unscale, clip (unless --grad-clip-thresh is 0) and apply the gradients of one optimizer; returns the
-        gradient norm before clipping."""
-        optimizer = self.optimizers[name]
-        self.scaler.unscale_(optimizer)
+    def step(self, name: str) -> bool:
+        """Apply optimizer `name`: unscale, clip (unless --grad-clip-thresh is 0), step and update its loss scaler,
+        then clear its gradients. A step marked skipped by backward() is dropped and counted, and so is an fp16
+        overflow. Returns whether the step was applied."""
+        optimizer, scaler = self.optimizers[name], self.scalers[name]
+        if name in self.step_skipped:
+            self.step_skipped.discard(name)
+            self.skipped_steps += 1
+            optimizer.zero_grad(set_to_none=True)
+            return False
+        scaler.unscale_(optimizer)
         parameters = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         if self.args.grad_clip_thresh > 0:
             grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
-        self.scaler.step(optimizer)
+        scale_before = scaler.get_scale() if scaler.is_enabled() else None
+        scaler.step(optimizer)
+        scaler.update()
         optimizer.zero_grad(set_to_none=True)
-        return grad_norm.detach()
+        self.grad_norms[name] = grad_norm.detach()
+        if scale_before is not None and scaler.get_scale() < scale_before:
+            self.skipped_steps += 1  # fp16 overflow: the scaler skipped this step
+            return False
+        return True
 
     def backward_and_step(self, loss: torch.Tensor, name: str) -> bool:
-        """For a recipe's own train_step: backward of `loss` and a step of optimizer `name`, unless the loss is
-        not finite on some rank (then the step is skipped and counted). Returns whether it stepped."""
+        """backward() then step() of one optimizer, for a step without accumulation."""
         # Gradients left on these parameters by another loss's backward (the generator's loss runs through the
         # discriminator) must not leak into this step.
         self.optimizers[name].zero_grad(set_to_none=True)
-        if not self.all_ranks_finite(loss):
-            self.skipped_steps += 1
-            return False
-        self.scaler.scale(loss).backward()
-        self.grad_norms[name] = self.step_optimizer(name)
-        return True
+        self.backward(loss, name)
+        return self.step(name)
 
     # ---- validation and checkpoints ----------------------------------------------------------------------------
 

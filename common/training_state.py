@@ -1,7 +1,7 @@
 """What a training checkpoint holds and how a run is put back exactly where it stopped.
 
 A resumed run reproduces the loss curve of an uninterrupted one: the checkpoint holds the model, optimizers, loss
-scaler, epoch, optimizer step, position in the epoch, running epoch sums and the RNG states of every rank, and the
+scalers, epoch, optimizer step, position in the epoch, running epoch sums and the RNG states of every rank, and the
 data order is a function of (seed, epoch) alone.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "text": trainer.text.to_dict() if trainer.text is not None else None,
         "state_dict": trainer.model.state_dict(),
         "optimizers": {name: optimizer.state_dict() for name, optimizer in trainer.optimizers.items()},
-        "scaler": trainer.scaler.state_dict(),
+        "scalers": {name: scaler.state_dict() for name, scaler in trainer.scalers.items()},
         "lr_schedule": trainer.schedule.state_dict(),
         "epoch": trainer.epoch,
         "iteration": trainer.iteration,
@@ -115,7 +115,8 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
                          f"{sorted(trainer.optimizers)}")
     for name, optimizer in trainer.optimizers.items():
         optimizer.load_state_dict(state["optimizers"][name])
-    trainer.scaler.load_state_dict(state["scaler"])
+    for name, scaler in trainer.scalers.items():  # checkpoints before 2026-11 held one scaler for every optimizer
+        scaler.load_state_dict(state["scalers"][name] if "scalers" in state else state["scaler"])
     trainer.epoch, trainer.iteration = state["epoch"], state["iteration"]
     trainer.batches_done_in_epoch = state["batches_done_in_epoch"]
     trainer.epoch_sums = state["epoch_sums"].clone()

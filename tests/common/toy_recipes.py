@@ -68,9 +68,11 @@ def two_optimizers(model, args):
             "generator": torch.optim.SGD(model.generator.parameters(), lr=args.learning_rate)}
 
 
-def adversarial_step(parts, batch, args, trainer):
-    """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it."""
-    x, y, _ = batch
+def adversarial_step(parts, batches, args, trainer):
+    """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it (one
+    micro-batch; hifigan/recipe.py shows the step with accumulation)."""
+    assert len(batches) == 1, "the toy GAN step does not accumulate"
+    x, y, _ = batches[0]
     with trainer.autocast():
         fake = parts.generator(x)
         critic_loss = parts.critic(fake.detach()).pow(2).mean() + (parts.critic(y) - 1.0).pow(2).mean()

@@ -1,0 +1,180 @@
+"""HiFi-GAN's architecture flags (training flags such as --segment-size and --ema-decay are the recipe's).
+
+Each flag has this project's hyphen spelling and the reference's underscore spelling (`--upsample-rates` and
+`--upsample_rates`), so NVIDIA's command lines run. List values are read as the reference reads them, a Python
+literal (`--upsample-rates [8,8,2,2]`), or as plain numbers (`--upsample-rates 8 8 2 2`; dilation groups as
+`--resblock-dilation-sizes 1,3,5 1,3,5 1,3,5`).
+
+The generator is resolved as: `--hifigan-preset` (default v1), then the size flags given over it, then
+`--hifigan-config FILE` (jik876's config_v*.json), whose 6 generator keys decide, as in the reference; a size flag
+that contradicts the file is an error rather than silently ignored.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+from pathlib import Path
+
+import torch
+
+from common.errors import UserError, UserFileNotFoundError
+from hifigan.model import PRESETS, Generator
+
+GENERATOR_KEYS = ("resblock", "upsample_rates", "upsample_kernel_sizes", "upsample_initial_channel",
+                  "resblock_kernel_sizes", "resblock_dilation_sizes")
+
+# Every key of jik876's config_v1/v2/v3.json: the generator's, and training/audio settings this file does not use
+# (the audio ones are checked against the audio flags). Anything else in a --hifigan-config file is a mistake.
+JIK876_AUDIO_KEYS = {"num_mels": "n_mel_channels", "n_fft": "filter_length", "hop_size": "hop_length",
+                     "win_size": "win_length", "sampling_rate": "sampling_rate", "fmin": "mel_fmin",
+                     "fmax": "mel_fmax"}
+JIK876_OTHER_KEYS = {"num_gpus", "batch_size", "learning_rate", "adam_b1", "adam_b2", "lr_decay", "seed",
+                     "segment_size", "num_freq", "fmax_for_loss", "num_workers", "dist_config"}
+
+
+def parse_int_list(tokens: list[str], nested: bool = False) -> list:
+    """['[8,8,2,2]'] or ['8', '8', '2', '2'] -> [8, 8, 2, 2]; nested: ['[[1,3,5],[1,3,5]]'] or ['1,3,5', '1,3,5']
+    -> [[1, 3, 5], [1, 3, 5]]. Raises ValueError with what was wrong."""
+    text = " ".join(tokens).strip()
+    if text.startswith(("[", "(")):
+        value = ast.literal_eval(text)
+    elif nested:
+        value = [[int(number) for number in group.split(",") if number] for group in text.split()]
+    else:
+        value = [int(number) for number in text.replace(",", " ").split()]
+    if not isinstance(value, (list, tuple)):
+        value = [value]
+    value = [list(item) if isinstance(item, (list, tuple)) else item for item in value]
+
+    def positive_int(number) -> bool:
+        return isinstance(number, int) and not isinstance(number, bool) and number > 0
+
+    valid = bool(value) and all(
+        (isinstance(item, list) and item and all(positive_int(number) for number in item)) if nested
+        else positive_int(item) for item in value)
+    if not valid:
+        shape = "a list of lists of positive integers" if nested else "a list of positive integers"
+        raise ValueError(f"expected {shape}, got {text!r}")
+    return value
+
+
+class IntListAction(argparse.Action):
+    """Stores parse_int_list of the flag's tokens; a bad value is argparse's own error (exit 2, naming the flag)."""
+
+    def __init__(self, option_strings, dest, nested: bool = False, **kwargs):
+        self.nested = nested
+        super().__init__(option_strings, dest, nargs="+", **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, parse_int_list(values, self.nested))
+        except (ValueError, SyntaxError) as error:
+            raise argparse.ArgumentError(self, str(error))
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    architecture = parser.add_argument_group(
+        "HiFi-GAN architecture (--hifigan-preset, then the size flags, then --hifigan-config)")
+    architecture.add_argument("--hifigan-preset", "--hifigan_preset", choices=sorted(PRESETS), default="v1",
+                              help="the paper's generator v1 (default), v2 (small) or v3 (ResBlock2, fastest)")
+    architecture.add_argument("--hifigan-config", "--hifigan_config", default=None, metavar="FILE",
+                              help="jik876's config_v*.json: its generator keys decide the architecture")
+    architecture.add_argument("--resblock", choices=["1", "2"], default=None,
+                              help="residual block type: 1 (two convs per dilation, v1/v2) or 2 (one, v3)")
+    architecture.add_argument("--upsample-rates", "--upsample_rates", action=IntListAction, default=None,
+                              help="upsampling factor of each stage; their product is the hop length")
+    architecture.add_argument("--upsample-kernel-sizes", "--upsample_kernel_sizes", action=IntListAction,
+                              default=None, help="transposed-conv kernel of each stage")
+    architecture.add_argument("--upsample-initial-channel", "--upsample_initial_channel", type=int, default=None,
+                              help="channels after conv_pre; halved at every stage")
+    architecture.add_argument("--resblock-kernel-sizes", "--resblock_kernel_sizes", action=IntListAction,
+                              default=None, help="kernel of each residual block of the fusion (v1: 3 7 11)")
+    architecture.add_argument("--resblock-dilation-sizes", "--resblock_dilation_sizes", action=IntListAction,
+                              nested=True, default=None,
+                              help="dilations of each residual block, e.g. [[1,3,5],[1,3,5],[1,3,5]]")
+    architecture.add_argument("--mpd-periods", "--mpd_periods", action=IntListAction, default=[2, 3, 5, 7, 11],
+                              help="periods of the multi-period discriminator")
+
+
+def read_hifigan_config(path: str | Path, args: argparse.Namespace | None = None) -> dict:
+    """The 6 generator keys of a jik876-style JSON config (plus n_mel_channels from num_mels when present).
+    Audio keys that disagree with the audio flags in `args` are errors naming both."""
+    path = Path(path)
+    source = f"--hifigan-config {path}"
+    try:
+        content = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserFileNotFoundError(f"{source} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{source} is not a readable JSON file: {error}") from error
+    if not isinstance(content, dict):
+        raise UserError(f"{source} holds a JSON {type(content).__name__}, expected an object like jik876's "
+                        "config_v1.json")
+    unknown = sorted(set(content) - set(GENERATOR_KEYS) - set(JIK876_AUDIO_KEYS) - JIK876_OTHER_KEYS)
+    if unknown:
+        raise UserError(f"{source}: unknown keys {unknown}; it takes jik876's config keys, of which the generator's "
+                        f"are {list(GENERATOR_KEYS)}")
+    missing = [key for key in GENERATOR_KEYS if key not in content]
+    if missing:
+        raise UserError(f"{source}: missing generator keys {missing}")
+    generator = {key: content[key] for key in GENERATOR_KEYS}
+    generator["resblock"] = str(generator["resblock"])
+    if "num_mels" in content:
+        generator["n_mel_channels"] = content["num_mels"]
+    if args is not None:
+        differences = [f"{key} {content[key]} vs --{flag.replace('_', '-')} {getattr(args, flag)}"
+                       for key, flag in JIK876_AUDIO_KEYS.items()
+                       if key in content and content[key] is not None and hasattr(args, flag)
+                       and float(content[key]) != float(getattr(args, flag))]
+        if differences:
+            raise UserError(f"{source}: its audio settings differ from the audio flags: {'; '.join(differences)}; "
+                            "give the audio flags that match the file")
+    return generator
+
+
+def generator_config(args: argparse.Namespace) -> dict:
+    """Generator kwargs from the flags (see the module docstring for the order); checked by building it on the meta
+    device, so an impossible size is a UserError naming the flags instead of a traceback later."""
+    generator = dict(PRESETS[args.hifigan_preset])
+    given = {key: getattr(args, key) for key in GENERATOR_KEYS if getattr(args, key, None) is not None}
+    generator.update(given)
+    if getattr(args, "hifigan_config", None):
+        from_file = read_hifigan_config(args.hifigan_config, args)
+        contradicting = [f"--{key.replace('_', '-')} {value} (file: {from_file[key]})"
+                         for key, value in given.items() if value != from_file[key]]
+        if contradicting:
+            raise UserError(f"--hifigan-config {args.hifigan_config} decides the generator, but flags contradict it: "
+                            f"{', '.join(contradicting)}; drop them or edit the file")
+        generator.update(from_file)
+    generator.setdefault("n_mel_channels", getattr(args, "n_mel_channels", 80))
+    if generator["n_mel_channels"] != getattr(args, "n_mel_channels", generator["n_mel_channels"]):
+        raise UserError(f"the generator takes {generator['n_mel_channels']} mel channels (--hifigan-config), "
+                        f"but --n-mel-channels is {args.n_mel_channels}")
+    try:
+        with torch.device("meta"):
+            Generator(**generator)
+    except ValueError as error:
+        raise UserError(f"HiFi-GAN architecture flags: {error}") from error
+    hop_length = getattr(args, "hop_length", None)
+    if hop_length is not None and math.prod(generator["upsample_rates"]) != hop_length:
+        raise UserError(f"the generator upsamples by {math.prod(generator['upsample_rates'])} "
+                        f"(--upsample-rates {generator['upsample_rates']}), but --hop-length is {hop_length}: "
+                        "the product of the upsampling rates must be the hop length")
+    return generator
+
+
+def model_config(args: argparse.Namespace) -> dict:
+    """HiFiGAN's constructor arguments (saved in every checkpoint)."""
+    return {"generator": generator_config(args), "mpd_periods": list(args.mpd_periods),
+            "ema": getattr(args, "ema_decay", 0.0) > 0}
+
+
+def config_from_reference(config: dict) -> dict:
+    """The `config` of NVIDIA's hifigan_gen_checkpoint_*.pt (the 6 generator keys, or a whole jik876 JSON when it
+    was trained with --hifigan-config) -> model_config. Their files name no mel channels: 80, hard-coded there."""
+    generator = {key: config[key] for key in GENERATOR_KEYS}
+    generator["resblock"] = str(generator["resblock"])
+    generator["n_mel_channels"] = config.get("num_mels", 80)
+    return {"generator": generator, "mpd_periods": [2, 3, 5, 7, 11], "ema": False}

@@ -245,6 +245,7 @@ class HiFiGAN(nn.Module):
 
     def __init__(self, generator: dict, mpd_periods=(2, 3, 5, 7, 11), ema: bool = False):
         super().__init__()
+        self.generator_config = dict(generator)
         self.generator = Generator(**generator)
         self.mpd = MultiPeriodDiscriminator(mpd_periods)
         self.msd = MultiScaleDiscriminator()

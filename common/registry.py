@@ -10,6 +10,7 @@ RECIPES = {
     "Tacotron2": "tacotron2.recipe",
     "WaveGlow": "waveglow.recipe",
     "WaveNet": "nvwavenet.recipe",
+    "HiFiGAN": "hifigan.recipe",
 }
 
 # inference.py -m NAME: a module with add_args(parser) and run(args). The vocoders' parts turn mel .pt files into wavs.
@@ -17,6 +18,7 @@ INFERENCE = {
     "Tacotron2": "tacotron2.inference",
     "WaveGlow": "waveglow.inference",
     "WaveNet": "nvwavenet.inference",
+    "HiFiGAN": "hifigan.inference",
 }
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 
@@ -26,6 +28,7 @@ DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its comman
 VOCODERS = {
     "WaveGlow": "waveglow.vocoder",
     "WaveNet": "nvwavenet.vocoder",
+    "HiFiGAN": "hifigan.vocoder",
 }
 
 

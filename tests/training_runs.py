@@ -1,5 +1,9 @@
 """Helpers for the tests that train through train.py: the losses a run logged, and the house check that a short run
-falls to pinned losses and that stop-and-resume reproduces the uninterrupted curve."""
+falls to pinned losses and that stop-and-resume reproduces the uninterrupted curve.
+
+Run as a module (`torchrun ... -m tests.training_runs <train.py flags>`) it is train.py whose processes also write
+their final parameters to <output>/final_parameters_rank<r>.pt, so a test can compare the ranks' weights."""
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -23,8 +27,21 @@ def check_pinned_losses_and_exact_resume(run_args: Callable[..., list[str]], pin
     train.main(run_args(folder / "straight", "--epochs", "3"))
     epoch_losses = train_losses(folder / "straight" / "nvlog.json", 1)
     assert epoch_losses[0] > epoch_losses[1] > epoch_losses[2]
-    assert epoch_losses == pytest.approx(pinned, rel=1e-3, abs=1e-3)
+    assert epoch_losses == pytest.approx(pinned, rel=1e-3, abs=1e-3), f"epoch losses {epoch_losses}, pinned {pinned}"
 
     train.main(run_args(folder / "stopped", "--epochs", "2"))
     train.main(run_args(folder / "stopped", "--epochs", "3", "--resume-from-last"))
     assert train_losses(folder / "stopped" / "nvlog.json", 2) == train_losses(folder / "straight" / "nvlog.json", 2)
+
+
+if __name__ == "__main__":
+    from common import trainer
+
+    class TrainerKeepingParameters(trainer.Trainer):
+        def train(self) -> None:
+            super().train()
+            parameters = {name: p.detach().clone() for name, p in self.model.named_parameters()}
+            torch.save(parameters, Path(self.args.output) / f"final_parameters_rank{self.context.rank}.pt")
+
+    trainer.Trainer = TrainerKeepingParameters  # what train.main builds
+    train.main(sys.argv[1:])

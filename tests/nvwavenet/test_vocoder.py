@@ -5,9 +5,9 @@ import torch
 
 import inference
 import train
+from tests.test_families import FAMILIES
 
-TINY_WAVENET = ["--residual-channels", "8", "--skip-channels", "16", "--out-channels", "256", "--n-layers", "4",
-                "--max-dilation", "4", "--segment-length", "1024"]
+TINY_WAVENET = FAMILIES["WaveNet"].flags
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
                   "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
                   "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",

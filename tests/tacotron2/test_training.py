@@ -1,33 +1,18 @@
-"""Tacotron 2 through train.py on the synthetic corpus: loss falls to pinned values, resume is exact, DDP works,
-and bad input fails with a clear error."""
-import os
+"""Tacotron 2 through train.py on the synthetic corpus (tests/test_families.py has its pinned losses, exact resume
+and DDP run): resume from a mid-epoch checkpoint is exact, and bad input fails with a clear error."""
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import train
-from common.checkpoint import load_checkpoint, load_trained_model
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from common.registry import get_recipe
-
-ROOT = Path(__file__).resolve().parents[2]
-
-TINY_MODEL = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
-              "--attention-rnn-dim", "48", "--decoder-rnn-dim", "48", "--prenet-dim", "32", "--attention-dim", "16",
-              "--attention-location-n-filters", "4", "--attention-location-kernel-size", "7",
-              "--postnet-embedding-dim", "32", "--postnet-n-convolutions", "2", "--n-frames-per-step", "2"]
+from tests.test_families import run_args
 
 
 def train_args(corpus, output, *extra):
-    return ["-m", "Tacotron2", "-o", str(output), "-d", str(corpus.dataset_dir),
-            "--training-files", str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist),
-            "-lr", "2e-3", "-bs", "4", "--epochs", "3", "--num-workers", "0", "--quiet", "--cpu",
-            "--seed", "1", *TINY_MODEL, *extra]
+    return run_args("Tacotron2", corpus, output, "--epochs", "3", *extra)  # the conformance test's tiny Tacotron 2
 
 
 def iteration_losses(log_file):
@@ -38,37 +23,6 @@ def iteration_losses(log_file):
 def epoch_records(log_file):
     return [r["data"] for r in read_dllogger_file(log_file)
             if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 1 and "train_loss" in r["data"]]
-
-
-def test_short_training_run_loss_falls_to_pinned_values(synthetic_corpus, tmp_path):
-    torch.set_num_threads(1)
-    train.main(train_args(synthetic_corpus, tmp_path / "run"))
-    epochs = epoch_records(tmp_path / "run" / "nvlog.json")
-    losses = [record["train_loss"] for record in epochs]
-    assert len(losses) == 3
-    assert losses[0] > losses[1] > losses[2]
-    # Pinned on the CPU reference machine; a change of model, data or trainer that moves these must be deliberate.
-    assert losses == pytest.approx(PINNED_EPOCH_LOSSES, rel=2e-3)
-    # The epoch loss is the mean over the epoch's iterations, not the last one.
-    first_epoch = [loss for step, loss in iteration_losses(tmp_path / "run" / "nvlog.json") if step[0] == 1]
-    assert losses[0] == pytest.approx(sum(first_epoch) / len(first_epoch), rel=1e-9)
-    checkpoint = load_checkpoint(tmp_path / "run" / "checkpoint_Tacotron2_last.pt", expected_model="Tacotron2")
-    assert checkpoint["epoch"] == 3 and checkpoint["text"]["cleaners"] == ["english_cleaners"]
-    assert checkpoint["audio_params"]["hop_length"] == 256
-
-
-PINNED_EPOCH_LOSSES = [62.05451126098633, 57.26852722167969, 47.805426025390624]
-
-
-def test_resume_reproduces_the_uninterrupted_loss_curve(synthetic_corpus, tmp_path):
-    torch.set_num_threads(1)
-    train.main(train_args(synthetic_corpus, tmp_path / "straight", "--epochs", "3"))
-    train.main(train_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "1"))
-    train.main(train_args(synthetic_corpus, tmp_path / "stopped", "--epochs", "3", "--resume-from-last"))
-    straight = iteration_losses(tmp_path / "straight" / "nvlog.json")
-    resumed = iteration_losses(tmp_path / "stopped" / "nvlog.json")
-    assert [step for step, _ in resumed] == [step for step, _ in straight]
-    assert [loss for _, loss in resumed] == [loss for _, loss in straight]
 
 
 def test_mid_epoch_checkpoint_resumes_exactly(synthetic_corpus, tmp_path):
@@ -86,24 +40,6 @@ def test_mid_epoch_checkpoint_resumes_exactly(synthetic_corpus, tmp_path):
     assert resumed == straight[3:]
     assert epoch_records(tmp_path / "resumed" / "nvlog.json")[-1]["train_loss"] == pytest.approx(
         epoch_records(tmp_path / "straight" / "nvlog.json")[-1]["train_loss"], rel=1e-12)
-
-
-def test_two_process_ddp_run_trains_and_its_checkpoint_loads(synthetic_corpus, tmp_path):
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(ROOT / "train.py"), *train_args(synthetic_corpus, tmp_path / "ddp", "--epochs", "2",
-                                                  "--dist-backend", "gloo")]
-    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    parameters = [r["data"] for r in read_dllogger_file(tmp_path / "ddp" / "nvlog.json") if r["step"] == "PARAMETER"
-                  and "world_size" in r["data"]]
-    assert parameters[0]["world_size"] == 2 and parameters[0]["global_batch_size"] == 8
-    model, checkpoint = load_trained_model(get_recipe("Tacotron2"), tmp_path / "ddp" / "checkpoint_Tacotron2_2.pt",
-                                           torch.device("cpu"))
-    assert checkpoint["world_size"] == 2 and len(checkpoint["rng_states"]) == 2
-    assert not any(key.startswith("module.") for key in checkpoint["state_dict"])
-    losses = [record["train_loss"] for record in epoch_records(tmp_path / "ddp" / "nvlog.json")]
-    assert losses[1] < losses[0]
 
 
 def test_unknown_flag_is_an_error(synthetic_corpus, tmp_path, capsys):

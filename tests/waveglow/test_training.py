@@ -1,9 +1,4 @@
 """WaveGlow through train.py on the synthetic corpus, and the Tacotron 2 + WaveGlow pipeline through inference.py."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import soundfile
 import torch
@@ -12,12 +7,9 @@ import inference
 import train
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
-from tests.training_runs import check_pinned_losses_and_exact_resume, train_losses
+from tests.test_families import run_args
+from tests.training_runs import train_losses
 
-ROOT = Path(__file__).resolve().parents[2]
-
-TINY_WAVEGLOW = ["--flows", "4", "--early-every", "2", "--early-size", "2", "--wn-channels", "16", "--wn-layers", "2",
-                 "--segment-length", "2048"]
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
                   "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
                   "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",
@@ -30,33 +22,8 @@ def common_args(corpus, output, model, *extra, batch_size=4):
             "-bs", str(batch_size), "--num-workers", "0", "--quiet", "--cpu", "--seed", "3", *extra]
 
 
-def waveglow_args(corpus, output, *extra, batch_size=4):
-    return common_args(corpus, output, "WaveGlow", "-lr", "1e-3", "--weight-decay", "0", *TINY_WAVEGLOW, *extra,
-                       batch_size=batch_size)
-
-
-def test_waveglow_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_corpus, tmp_path):
-    check_pinned_losses_and_exact_resume(lambda output, *extra: waveglow_args(synthetic_corpus, output, *extra),
-                                         PINNED_WAVEGLOW_EPOCH_LOSSES, tmp_path)
-
-
-PINNED_WAVEGLOW_EPOCH_LOSSES = [-0.0536837222520262, -0.2795039087533951, -0.5400934457778931]
-
-
-def test_two_process_ddp_steps_equal_one_process_with_the_global_batch(synthetic_corpus, tmp_path):
-    """Rank r takes every second batch of 2 of the same permutation, and DDP averages the gradients: with a loss that is
-    a mean over equally long crops, that is the step one process takes on the batch of 4."""
-    torch.set_num_threads(1)
-    train.main(waveglow_args(synthetic_corpus, tmp_path / "single", "--epochs", "2"))
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               str(ROOT / "train.py"), *waveglow_args(synthetic_corpus, tmp_path / "ddp", "--epochs", "2",
-                                                     "--dist-backend", "gloo", batch_size=2)]
-    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    single, ddp = train_losses(tmp_path / "single" / "nvlog.json", 2), train_losses(tmp_path / "ddp" / "nvlog.json", 2)
-    assert len(ddp) == len(single) >= 6
-    assert ddp == pytest.approx(single, rel=1e-4, abs=1e-5)
+def waveglow_args(corpus, output, *extra):
+    return run_args("WaveGlow", corpus, output, *extra)  # the tiny WaveGlow of the conformance test
 
 
 @pytest.fixture(scope="module")
@@ -106,5 +73,5 @@ def test_mixed_precision_training_follows_fp32(synthetic_corpus, tmp_path, preci
     checkpoint = load_checkpoint(tmp_path / "mixed" / "checkpoint_WaveGlow_last.pt")
     assert all(value.dtype == torch.float32 for value in checkpoint["state_dict"].values())
     assert checkpoint["skipped_steps"] == 0
-    scale = checkpoint["scaler"].get("scale")
-    assert (scale is not None and scale > 0) if precision == "--amp" else not checkpoint["scaler"]
+    scale = checkpoint["scalers"]["model"].get("scale")
+    assert (scale is not None and scale > 0) if precision == "--amp" else not checkpoint["scalers"]["model"]

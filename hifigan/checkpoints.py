@@ -96,11 +96,11 @@ def discriminator_state_from_reference(state_dict: dict) -> dict:
     return remap_legacy_state_dict(ours)
 
 
-def mel_convention_of(path: str | Path, checkpoint: dict) -> str:
+def mel_convention_of(file_name: str | Path, checkpoint: dict) -> str:
     """NVIDIA's *_ft files (and any fine-tuned one: train_state has fine_tune_epoch_start) saw Tacotron/FastPitch
     mels; everything else of theirs and jik876's saw the jik876 mel."""
     train_state = checkpoint.get("train_state") if isinstance(checkpoint.get("train_state"), dict) else {}
-    if Path(path).stem.endswith("_ft") or "fine_tune_epoch_start" in train_state:
+    if re.search(r"_ft(\.pt|\.pth)?$", str(file_name)) or "fine_tune_epoch_start" in train_state:
         return MEL_TACOTRON
     return MEL_JIK876
 
@@ -142,11 +142,16 @@ def load_reference_generator(path: str | Path, config=None, use_ema: bool = Fals
     use_ema: take NVIDIA's gen_ema instead of generator. Returns (generator in eval mode, info) where info has
     format ('nvidia'/'jik876'), layout ('nested'/'flat'), config (the kwargs), mel_convention ('jik876'/'tacotron'),
     and, where the file has them, train_setup, train_state and audio (AudioParams of train_setup)."""
-    source = describe_source(path, flag)
-    checkpoint = load_checkpoint(path, flag=flag)
+    return generator_from_checkpoint(load_checkpoint(path, flag=flag), describe_source(path, flag), Path(path).name,
+                                     config, use_ema)
+
+
+def generator_from_checkpoint(checkpoint: dict, source: str, file_name: str, config=None,
+                              use_ema: bool = False) -> tuple[Generator, dict]:
+    """load_reference_generator for a file already read (common.checkpoint.load_checkpoint)."""
     key = "gen_ema" if use_ema else "generator"
     if not isinstance(checkpoint.get(key), dict):
-        if use_ema:
+        if use_ema and isinstance(checkpoint.get("generator"), dict):
             raise UserError(f"{source} holds no EMA generator ('gen_ema' is {checkpoint.get('gen_ema')!r}: it was "
                             "trained without --ema_decay); drop --ema")
         raise UserError(f"{source} has no 'generator' entry (keys: {sorted(checkpoint)[:10]}); give a HiFi-GAN "
@@ -160,7 +165,7 @@ def load_reference_generator(path: str | Path, config=None, use_ema: bool = Fals
     unfold_weight_norm_where_folded(generator, state_dict)
     load_model_state(generator, state_dict, f"{source} ('{key}')")
     info = {"format": checkpoint_format(checkpoint), "layout": generator_layout(checkpoint[key]),
-            "config": generator_kwargs, "mel_convention": mel_convention_of(path, checkpoint)}
+            "config": generator_kwargs, "mel_convention": mel_convention_of(file_name, checkpoint)}
     if isinstance(checkpoint.get("train_setup"), dict):
         info["train_setup"] = checkpoint["train_setup"]
         info["audio"] = audio_params_from_train_setup(checkpoint["train_setup"])
@@ -169,11 +174,48 @@ def load_reference_generator(path: str | Path, config=None, use_ema: bool = Fals
     return generator.eval(), info
 
 
+def generator_for_inference(checkpoint: dict, source: str, ema: bool = False, hifigan_config: str | None = None,
+                            file_name: str | None = None) -> tuple[Generator, AudioParams, str]:
+    """(generator, its AudioParams, the mel convention it was trained on) from a reference file already read:
+    the audio parameters from NVIDIA's train_setup, or from the audio keys of jik876's JSON, else the defaults
+    (22050 Hz, n_fft 1024, hop 256, 80 mels up to 8 kHz, which both references use)."""
+    generator, info = generator_from_checkpoint(checkpoint, source, file_name or source.split()[-1],
+                                                hifigan_config, ema)
+    audio = info.get("audio")
+    if audio is None and hifigan_config is not None:
+        audio = audio_params_from_jik876_config(hifigan_config)
+    return generator, audio or AudioParams(), info["mel_convention"]
+
+
+def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:
+    """The audio keys of a jik876 JSON (already checked by read_hifigan_config) as AudioParams; None without them."""
+    import json
+
+    content = json.loads(Path(path).read_text())
+    names = {"sampling_rate": "sampling_rate", "n_fft": "filter_length", "hop_size": "hop_length",
+             "win_size": "win_length", "num_mels": "n_mel_channels", "fmin": "mel_fmin", "fmax": "mel_fmax"}
+    values = {ours: content[theirs] for theirs, ours in names.items() if content.get(theirs) is not None}
+    if not values:
+        return None
+    if "fmax" in content and content["fmax"] is None:  # jik876: no upper limit, i.e. the Nyquist frequency
+        values["mel_fmax"] = values.get("sampling_rate", AudioParams().sampling_rate) / 2
+    defaults = AudioParams().to_dict()
+    return AudioParams(**{key: type(defaults[key])(values.get(key, defaults[key])) for key in defaults})
+
+
 def load_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
                                   use_ema: bool = False
+                                  ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator]:
+    """Build and load MPD and MSD from NVIDIA's hifigan_discrim_checkpoint_*.pt or jik876's do_* file."""
+    mpd, msd, _ = read_reference_discriminators(path, mpd_periods, flag, use_ema)
+    return mpd, msd
+
+
+def read_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
+                                  use_ema: bool = False
                                   ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator, dict]:
-    """Build and load MPD and MSD from NVIDIA's hifigan_discrim_checkpoint_*.pt or jik876's do_* file.
-    Returns (mpd, msd, info) with info: format, and what the file has of optim_g, optim_d, scaler_g, scaler_d,
+    """load_reference_discriminators plus the file's training state: (mpd, msd, info) with info: format, and what
+    the file has of optim_g, optim_d, scaler_g, scaler_d,
     steps, epoch, train_state (for resuming; the optimizer states follow the reference's parameter order, which is
     ours: generator.parameters() for optim_g, chain(msd, mpd) for optim_d)."""
     source = describe_source(path, flag)
@@ -233,7 +275,7 @@ def hifigan_state_from_reference(generator_path: str | Path, discriminator_path:
     msd, and generator_ema from NVIDIA's gen_ema when both exist, else the generator's weights); returns the
     discriminator file's info (optimizer states, steps, epoch) for a recipe that resumes training from them."""
     generator, _ = load_reference_generator(generator_path, config=_container_generator_config(model))
-    mpd, msd, info = load_reference_discriminators(discriminator_path,
+    mpd, msd, info = read_reference_discriminators(discriminator_path,
                                                    [d.period for d in model.mpd.discriminators])
     model.generator.load_state_dict(generator.state_dict())
     model.mpd.load_state_dict(mpd.state_dict())

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 
 from common.errors import UserError
 from hifigan.checkpoints import (MEL_JIK876, MEL_TACOTRON, discriminator_state_from_reference,
-                                 generator_state_to_reference, load_reference_discriminators,
-                                 load_reference_generator)
+                                 generator_for_inference, generator_state_to_reference, load_reference_discriminators,
+                                 load_reference_generator, read_reference_discriminators)
 from hifigan.model import DiscriminatorP, DiscriminatorS, Generator
 
 # Tiny, with two residual blocks per stage (so nothing may assume 3) of different dilation counts.
@@ -326,7 +326,7 @@ def test_discriminator_files_of_nvidia_and_jik876_load_with_their_training_state
                 "optim_g": {}, "optim_d": optim_d, "scaler_g": {}, "scaler_d": {}, "steps": 5000, "epoch": 49,
                 "train_state": {"epoch": 49, "iters_all": 5000}}, tmp_path / "hifigan_discrim_checkpoint_49.pt")
     for name, fmt in (("do_00005000", "jik876"), ("hifigan_discrim_checkpoint_49.pt", "nvidia")):
-        loaded_mpd, loaded_msd, info = load_reference_discriminators(tmp_path / name, mpd_periods=[2, 3])
+        loaded_mpd, loaded_msd, info = read_reference_discriminators(tmp_path / name, mpd_periods=[2, 3])
         assert info["format"] == fmt and info["steps"] == 5000 and info["optim_d"] == optim_d
         first = loaded_msd.discriminators[0].convs[2].parametrizations.weight
         torch.testing.assert_close(first.original, msd["discriminators.0.convs.2.weight_orig"])
@@ -338,3 +338,26 @@ def test_discriminator_files_of_nvidia_and_jik876_load_with_their_training_state
         torch.testing.assert_close(score, reference_period_discriminator(
             {k[len("discriminators.1."):]: v for k, v in mpd.items() if k.startswith("discriminators.1.")},
             3, torch.ones(1, 1, 30) * 0.1)[0], atol=1e-4, rtol=1e-5)
+
+
+def test_generator_for_inference_brings_audio_parameters_and_mel_convention(tmp_path):
+    from common.checkpoint import load_checkpoint
+
+    sd = nvidia_generator_weights(TINY, seed=13)
+    save_nvidia_generator(tmp_path / "hifigan_gen_checkpoint_10000_ft.pt", TINY, sd)
+    source = f"--hifigan {tmp_path / 'hifigan_gen_checkpoint_10000_ft.pt'}"
+    generator, audio, convention = generator_for_inference(
+        load_checkpoint(tmp_path / "hifigan_gen_checkpoint_10000_ft.pt"), source)
+    assert audio.hop_length == 256 and audio.mel_fmax == 8000.0 and convention == MEL_TACOTRON
+    # jik876: the audio keys of its JSON
+    torch.save({"generator": flat_resblocks(sd, 2)}, tmp_path / "g_00000010")
+    (tmp_path / "config.json").write_text(json.dumps({**TINY, "num_mels": 80, "hop_size": 16, "n_fft": 64,
+                                                      "win_size": 64, "sampling_rate": 16000, "fmin": 0,
+                                                      "fmax": None}))
+    generator, audio, convention = generator_for_inference(load_checkpoint(tmp_path / "g_00000010"),
+                                                           f"--hifigan {tmp_path / 'g_00000010'}",
+                                                           hifigan_config=str(tmp_path / "config.json"))
+    assert (audio.hop_length, audio.filter_length, audio.sampling_rate, audio.mel_fmax) == (16, 64, 16000, 8000.0)
+    assert convention == MEL_JIK876
+    with torch.no_grad():
+        torch.testing.assert_close(generator(mel()), reference_generator(sd, TINY, mel()), atol=1e-5, rtol=0)

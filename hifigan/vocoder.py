@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Iterator
 
 import torch
@@ -31,13 +32,14 @@ from common.checkpoint import (describe_source, load_checkpoint, load_model_stat
                                unfold_weight_norm_where_folded)
 from common.denoise import BIAS_MEL_VALUES
 from common.errors import UserError
+from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference
 from hifigan.denoiser import Denoiser
 from hifigan.model import Generator
 
 MODEL_NAME = "HiFiGAN"
-TACOTRON_MEL = "tacotron"  # common/audio.py: centred frames, |X| (Tacotron 2, prepare_mels.sh, GTA extraction)
-JIK876_MEL = "jik876"  # frames not centred, 384-sample reflect padding, sqrt(|X|^2 + 1e-9) (NVIDIA's base training)
-MEL_CONVENTIONS = (TACOTRON_MEL, JIK876_MEL)
+# MEL_TACOTRON: common/audio.py's mel, centred frames, |X| (Tacotron 2, prepare_mels.sh, GTA extraction);
+# MEL_JIK876: frames not centred, 384-sample reflect padding, sqrt(|X|^2 + 1e-9) (NVIDIA's base training).
+MEL_CONVENTIONS = (MEL_TACOTRON, MEL_JIK876)
 
 
 def add_inference_args(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +123,7 @@ def synthesize_in_chunks(generator: Generator, mel: torch.Tensor, chunk_frames: 
 
 def mel_convention_of(audio_params: AudioParams) -> str:
     """The mel convention our checkpoints record (common/audio.py's mel unless the AudioParams say otherwise)."""
-    return getattr(audio_params, "mel_convention", TACOTRON_MEL)
+    return getattr(audio_params, "mel_convention", MEL_TACOTRON)
 
 
 def _generator_from_our_checkpoint(checkpoint: dict, source: str, ema: bool) -> tuple[Generator, AudioParams, str]:
@@ -147,14 +149,6 @@ def _generator_from_our_checkpoint(checkpoint: dict, source: str, ema: bool) -> 
     return generator, audio_params, mel_convention_of(audio_params)
 
 
-def _generator_from_reference_checkpoint(checkpoint: dict, source: str, ema: bool, hifigan_config: str | None
-                                         ) -> tuple[Generator, AudioParams, str]:
-    """NVIDIA's or jik876's generator file, through hifigan/checkpoints.py."""
-    from hifigan import checkpoints
-
-    return checkpoints.generator_for_inference(checkpoint, source, ema=ema, hifigan_config=hifigan_config)
-
-
 def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_config: str | None = None,
                    mel_convention: str | None = None, flag: str | None = "--hifigan"
                    ) -> tuple[Generator, AudioParams, str]:
@@ -168,8 +162,9 @@ def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_c
                             "own: drop --hifigan-config")
         generator, audio_params, convention = _generator_from_our_checkpoint(checkpoint, source, ema)
     else:
-        generator, audio_params, convention = _generator_from_reference_checkpoint(checkpoint, source, ema,
-                                                                                   hifigan_config)
+        generator, audio_params, convention = generator_for_inference(checkpoint, source, ema=ema,
+                                                                      hifigan_config=hifigan_config,
+                                                                      file_name=Path(path).name)
     if generator.hop_length != audio_params.hop_length:
         raise UserError(f"{source}: the generator makes {generator.hop_length} samples per mel frame (its upsample "
                         f"rates) but its audio parameters say hop_length {audio_params.hop_length}")
@@ -196,7 +191,7 @@ class HiFiGANVocoder:
 
     name = "hifigan"
 
-    def __init__(self, generator: Generator, audio_params: AudioParams, mel_convention: str = TACOTRON_MEL,
+    def __init__(self, generator: Generator, audio_params: AudioParams, mel_convention: str = MEL_TACOTRON,
                  denoising_strength: float = 0.0, denoiser_mode: str = "zeros", chunk_frames: int = 0):
         if chunk_frames < 0:
             raise UserError(f"--chunk-frames must be 0 (whole utterances) or more, got {chunk_frames}")
@@ -238,7 +233,7 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
                                                          mel_convention=args.hifigan_mel_convention, flag=flag)
     if device.type == "cuda" and (args.amp or args.bf16):  # a whole-model cast is faster than autocast per op
         generator = generator.to(torch.float16 if args.amp else torch.bfloat16)
-    input_convention = getattr(args, "input_mel_convention", None) or TACOTRON_MEL
+    input_convention = getattr(args, "input_mel_convention", None) or MEL_TACOTRON
     check_mel_convention(convention, input_convention, args.allow_mel_convention_mismatch,
                          describe_source(path, flag), "the mels given to it")
     return HiFiGANVocoder(generator, audio_params, convention, args.denoising_strength, args.denoiser_mode,

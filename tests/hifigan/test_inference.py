@@ -1,5 +1,8 @@
-"""HiFi-GAN inference: loading our checkpoints (generator or its EMA), streaming that equals whole-utterance
-synthesis, the receptive field, the denoiser, mel files to wavs, text to wav, and the mel-convention check."""
+"""HiFi-GAN inference: loading our checkpoints (generator or its EMA) and NVIDIA's and jik876's files, streaming that
+equals whole-utterance synthesis, the receptive field, the denoiser, mel files to wavs, text to wav, and the
+mel-convention check."""
+import json
+
 import numpy as np
 import pytest
 import soundfile
@@ -9,6 +12,7 @@ import inference
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.errors import UserError
+from hifigan.checkpoints import generator_state_to_reference
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
 from hifigan.vocoder import load_generator, receptive_field_frames, stream, synthesize_in_chunks
@@ -136,6 +140,57 @@ def test_other_checkpoints_and_a_config_for_ours_are_refused(tmp_path):
     save_checkpoint({"model_name": "WaveGlow", "state_dict": {}}, tmp_path / "w.pt")
     with pytest.raises(UserError, match="is a WaveGlow checkpoint, expected HiFiGAN"):
         load_generator(tmp_path / "w.pt", torch.device("cpu"))
+
+
+NVIDIA_TRAIN_SETUP = {"segment_size": 8192, "filter_length": 1024, "num_mels": 80, "hop_length": 256,
+                      "win_length": 1024, "sampling_rate": 22050, "mel_fmin": 0.0, "mel_fmax": 8000.0,
+                      "mel_fmax_loss": None, "max_wav_value": 32768.0, "seed": 1234, "base_lr": 3e-4,
+                      "lr_decay": 0.9998, "epochs_all": 6500}
+
+
+def save_nvidia_file(path, generator, fine_tuned=False):
+    """hifigan_gen_checkpoint_*.pt as NVIDIA's train.py writes it: nested resblocks, weight_g/weight_v, no EMA."""
+    train_state = {"epoch": 20, "iters_all": 2000, **({"fine_tune_epoch_start": 11} if fine_tuned else {})}
+    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "nested", num_kernels=2),
+                "gen_ema": None, "config": TINY_GENERATOR, "train_setup": NVIDIA_TRAIN_SETUP,
+                "train_state": train_state}, path)
+
+
+def test_reference_files_vocode_mel_files_with_their_mel_convention(tmp_path, capsys):
+    generator = tiny_generator()
+    mel = log_mel(11)[0]
+    torch.save(mel, tmp_path / "m.pt")
+    with torch.no_grad():
+        expected = generator(mel.unsqueeze(0))[0, 0]
+    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20.pt", generator)
+    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20_ft.pt", generator, fine_tuned=True)
+    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "flat", num_kernels=2)},
+               tmp_path / "g_00002000")
+    config = tmp_path / "config_tiny.json"
+    config.write_text(json.dumps({**TINY_GENERATOR, "num_mels": 80, "sampling_rate": 22050, "hop_size": 256}))
+
+    def vocode(checkpoint, *flags, output="out"):
+        inference.main(["-m", "HiFiGAN", "-i", str(tmp_path / "m.pt"), "-o", str(tmp_path / output), "--hifigan",
+                        str(tmp_path / checkpoint), "--cpu", "--quiet", *flags])
+        return read_wav(tmp_path / output / "m.wav")
+
+    # NVIDIA's base files and jik876's were trained on jik876 mels: this project's mels are refused, or vocoded
+    # with a warning when allowed
+    with pytest.raises(UserError, match="hifigan_gen_checkpoint_20.pt was trained on jik876 mels but the mels "
+                                        "given to it are tacotron mels"):
+        vocode("hifigan_gen_checkpoint_20.pt")
+    written = vocode("hifigan_gen_checkpoint_20.pt", "--allow-mel-convention-mismatch", output="base")
+    assert "warning:" in capsys.readouterr().err and (written - expected).abs().max() < 2 / 32768
+    # a fine-tuned file (train_state says so, and so does the _ft name) takes them as they are
+    assert (vocode("hifigan_gen_checkpoint_20_ft.pt", output="ft") - expected).abs().max() < 2 / 32768
+    # jik876's flat layout, with his JSON
+    with pytest.raises(UserError, match="give --hifigan-config"):
+        vocode("g_00002000", "--hifigan-mel-convention", "tacotron")
+    written = vocode("g_00002000", "--hifigan-config", str(config), "--hifigan-mel-convention", "tacotron",
+                     output="jik876")
+    assert (written - expected).abs().max() < 2 / 32768
+    with pytest.raises(UserError, match="holds no EMA generator"):
+        vocode("hifigan_gen_checkpoint_20_ft.pt", "--ema")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -361,3 +361,18 @@ def test_generator_for_inference_brings_audio_parameters_and_mel_convention(tmp_
     assert convention == MEL_JIK876
     with torch.no_grad():
         torch.testing.assert_close(generator(mel()), reference_generator(sd, TINY, mel()), atol=1e-5, rtol=0)
+
+
+def test_jik876_mel_is_the_tacotron_mel_half_a_hop_later_with_uncentred_frames():
+    from common.audio import MelSpectrogram
+    from hifigan.jik876_mel import jik876_mel
+
+    audio = 0.5 * torch.randn(1, 256 * 20, generator=torch.Generator().manual_seed(14))
+    ours = jik876_mel(audio)
+    assert ours.shape == (1, 80, 20)  # T // hop frames
+    # Interior frame k is centred at 256 k + 128: Tacotron's frame k of the audio from sample 128 on.
+    tacotron = MelSpectrogram()(audio[:, 128:])
+    torch.testing.assert_close(ours[..., 2:-2], tacotron[..., 2:18], atol=1e-4, rtol=1e-4)
+    # The edges differ (reflection about another point). In silence the epsilon's sqrt(1e-9) per bin, weighted by
+    # the Slaney filters, stays below the log clamp: log(1e-5), as Tacotron's mel of silence.
+    assert torch.allclose(jik876_mel(torch.zeros(1, 1024)), torch.log(torch.tensor(1e-5)))

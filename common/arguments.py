@@ -32,7 +32,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     general.add_argument("--config-file", default=None, help="JSON file of flag defaults (a preset)")
     general.add_argument("--seed", type=int, default=1234, help="seeds data order, dropout and init on every rank")
     general.add_argument("--dry-run", action="store_true",
-                         help="parse the flags, build the model and data, print the configuration and exit")
+                         help="print the resolved flags and model configuration, and exit without training")
     general.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration stdout lines")
 
     training = parser.add_argument_group("training (the run ends at --epochs or --max-updates, whichever comes first)")

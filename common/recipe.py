@@ -79,10 +79,10 @@ class Recipe:
     # (args, dataset, context) -> a batch sampler with set_epoch(epoch, skip_batches) and len(), a pure function of
     # (seed, epoch) sharded by rank (common/sampler.py has two). Default: EpochBatchSampler of --batch-size items.
     batch_sampler: Callable[[argparse.Namespace, Dataset, BatchingContext], Sampler] | None = None
-    # batch (on the host) -> how many items its loss is a mean over (utterances, target tokens, masked frames).
+    # (batch on the host, args) -> how many items its loss is a mean over (mel frames, target tokens, masked frames).
     # Gradients of the micro-batches of one step, on every rank, are weighted by it, so the step's gradient is
     # the mean over all those items. Default: every micro-batch weighs the same.
-    loss_items: Callable[[Any], int] | None = None
+    loss_items: Callable[[Any, argparse.Namespace], int] | None = None
 
     # ---- validation ------------------------------------------------------------------------------------------
     # (model, batch on device, args) -> {name: sum} for a corpus-level metric, e.g. {"word_errors": 12,

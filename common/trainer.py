@@ -253,7 +253,7 @@ class Trainer:
         every rank; only the last backward synchronises gradients across ranks. Stops at a loss that is not finite
         on some rank (the step is then skipped). Returns the (output, weight) pairs."""
         recipe, model = self.recipe, self.parts["model"]
-        weights = [float(recipe.loss_items(batch)) if recipe.loss_items is not None else 1.0
+        weights = [float(recipe.loss_items(batch, self.args)) if recipe.loss_items is not None else 1.0
                    for batch in micro_batches]
         total_weight = all_reduce_sum(torch.tensor(sum(weights), dtype=torch.float64)).item()
         outputs = []

@@ -60,6 +60,13 @@ def batch_sampler(args: argparse.Namespace, dataset: TextMelDataset, context: Ba
                              lengths=dataset.bucket_lengths if bucketing else None)
 
 
+def loss_items(batch: dict, args: argparse.Namespace) -> int:
+    """The mel frames the loss is a mean over: the valid ones, or every padded one with --loss-over-padding."""
+    if args.loss_over_padding:
+        return batch["mel"].shape[0] * batch["mel"].shape[-1]
+    return int(batch["mel_lengths"].sum())
+
+
 def compute_loss(model, batch: dict, args: argparse.Namespace) -> StepOutput:
     output = model(batch["text"], batch["text_lengths"], batch["mel"], batch["mel_lengths"])
     losses = Tacotron2Loss(**loss_config(args))(output, batch)
@@ -101,7 +108,7 @@ RECIPE = Recipe(
     init_weights=initialize_batchnorm_uniform,
     text_processor=lambda args: TextProcessor(args.text_cleaners),
     batch_sampler=batch_sampler,
-    loss_items=lambda batch: len(batch["text_lengths"]),  # the loss is a mean over the batch's utterances
+    loss_items=loss_items,
     validation_report=validation_report,
     config_from_reference=dict,  # NVIDIA's config keys are the constructor's (tacotron2/model.py)
 )

@@ -94,7 +94,7 @@ def max_tokens_recipe() -> Recipe:
         return MaxTokensBatchSampler(dataset.lengths, max_tokens=8, shuffle=context.training,
                                      drop_uneven=context.training, seed=context.seed, rank=context.rank,
                                      world_size=context.world_size)
-    return toy_recipe(batch_sampler=sampler, loss_items=lambda batch: len(batch[0]), build_optimizers=sgd,
+    return toy_recipe(batch_sampler=sampler, loss_items=lambda batch, args: len(batch[0]), build_optimizers=sgd,
                       build_data=lambda args, audio: DataSplits(Points(24), Points(6, seed=1), collate))
 
 

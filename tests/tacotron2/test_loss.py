@@ -118,3 +118,13 @@ def test_mismatched_shapes_are_clear_errors(small_case):
         Tacotron2Loss()(outputs, dict(batch, gate=batch["gate"][:, :2]))
     with pytest.raises(ValueError, match="guided_attn_sigma must be > 0"):
         Tacotron2Loss(guided_attn_sigma=0.0)
+
+
+def test_the_recipe_weighs_a_batch_by_the_mel_frames_its_loss_averages_over():
+    import argparse
+
+    from tacotron2.recipe import loss_items
+
+    batch = {"mel": torch.zeros(3, 80, 12), "mel_lengths": torch.tensor([12, 7, 5])}
+    assert loss_items(batch, argparse.Namespace(loss_over_padding=False)) == 24
+    assert loss_items(batch, argparse.Namespace(loss_over_padding=True)) == 36

@@ -81,6 +81,11 @@ class InputMels:
         return mel.float()
 
 
+def shortest_for_loss(audio: AudioParams) -> int:
+    """The fewest whole hops of audio whose centred STFT can reflect-pad half an FFT at each end."""
+    return (audio.filter_length // 2 // audio.hop_length + 1) * audio.hop_length
+
+
 def load_entry_audio(entry, audio: AudioParams) -> torch.Tensor:
     try:
         return load_wav(entry.path, audio.sampling_rate)
@@ -98,6 +103,10 @@ class MelAudioCrops(AudioCropDataset):
         if segment_size < 1 or segment_size % audio.hop_length:
             raise UserError(f"--segment-size ({segment_size}) must be a positive multiple of --hop-length "
                             f"({audio.hop_length}): one mel frame per hop of audio")
+        if segment_size < shortest_for_loss(audio):
+            raise UserError(f"--segment-size ({segment_size}) must be at least {shortest_for_loss(audio)}: the "
+                            f"loss's mel of a crop reflects half an FFT (--filter-length {audio.filter_length}) "
+                            "at each end")
         super().__init__(filelist, dataset_path, audio, segment_size, seed=seed, hop_aligned=True)
         self.input_mels = InputMels(input_mels_dir, audio) if input_mels_dir else None
         if self.input_mels is not None:
@@ -119,7 +128,8 @@ class MelAudioCrops(AudioCropDataset):
 
 class FullUtterances(Dataset):
     """Validation items: whole utterances cut to whole hops, (input mel (n_mel, frames), audio (frames * hop,)),
-    frames = samples // hop (at least one); the mel frames are those of the whole utterance's mel."""
+    frames = samples // hop; the mel frames are those of the whole utterance's mel. A clip too short for the loss's
+    mel is zero-padded to the shortest length it takes."""
 
     def __init__(self, filelist: str | Path, dataset_path: str | Path, audio: AudioParams,
                  input_mels_dir: str | Path | None = None):
@@ -141,9 +151,10 @@ class FullUtterances(Dataset):
         entry = self.entries[index]
         audio = load_entry_audio(entry, self.audio)
         hop = self.audio.hop_length
-        length = max(1, audio.numel() // hop) * hop
+        length = max(shortest_for_loss(self.audio), audio.numel() // hop * hop)  # very short clips: zero-padded
         if self.input_mels is not None:
             mel = self.input_mels.load(entry.path, audio.numel())[:, :length // hop]
+            mel = F.pad(mel, (0, length // hop - mel.shape[1]), value=SILENCE)
             return mel, F.pad(audio, (0, max(0, length - audio.numel())))[:length]
         crop, mel = crop_audio_and_mel(audio, 0, length, self.mel_spectrogram)
         return mel, crop

@@ -79,9 +79,20 @@ def test_crops_depend_on_seed_epoch_and_item_only_and_short_clips_are_padded(cor
     assert batch.mel.shape == (2, 80, SEGMENT // HOP) and batch.audio.shape == (2, SEGMENT)
 
 
-def test_segment_size_must_be_whole_hops(corpus):
+def test_segment_size_must_be_whole_hops_and_long_enough_for_the_loss_mel(corpus):
     with pytest.raises(UserError, match=r"--segment-size \(1000\) must be a positive multiple of --hop-length"):
         MelAudioCrops(corpus / "list.txt", corpus, PARAMS, 1000)
+    with pytest.raises(UserError, match=r"--segment-size \(512\) must be at least 768"):
+        MelAudioCrops(corpus / "list.txt", corpus, PARAMS, 512)
+
+
+def test_validation_pads_clips_too_short_for_the_loss_mel(corpus):
+    mel, audio = FullUtterances(corpus / "list.txt", corpus, PARAMS)[2]  # 661 samples
+    short = clip(corpus, "short")
+    assert audio.shape == (3 * HOP,) and mel.shape == (80, 3)
+    assert torch.equal(audio[:short.numel()], short) and torch.all(audio[short.numel():] == 0)
+    mel, _ = FullUtterances(corpus / "list.txt", corpus, PARAMS, input_mels_dir=write_mels(corpus))[2]
+    assert torch.equal(mel[0], torch.tensor([0.0, 1.0, 2.0]))  # its 3 frames (1 + 661 // 256)
 
 
 def write_mels(corpus, frames_of=lambda samples: 1 + samples // HOP, suffix=".npy"):

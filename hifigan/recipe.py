@@ -1,0 +1,336 @@
+"""How the shared trainer trains HiFi-GAN (`python train.py -m HiFiGAN --config-file configs/hifigan_nvidia.json ...`).
+
+A step is the reference's: the discriminators (MPD and MSD) learn from real and generated audio, then the generator
+learns against the updated discriminators (adversarial + feature matching x2 + mel L1 x45), each with its own
+AdamW and loss scaler, with gradient accumulation over the step's micro-batches. Learning rates decay by --lr-decay
+every epoch. An exponential moving average of the generator (--ema-decay) is kept in the model, so checkpoints hold
+it and resume it, and validation reports its mel L1 beside the live generator's.
+
+Each of the generator, MPD and MSD is a DDP part of its own (trainer.parts). The step keeps DDP correct with two
+backward passes per step: see train_step.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from common.audio import AudioParams, MelSpectrogram
+from common.checkpoint import describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint
+from common.errors import UserError
+from common.logger import plot_to_image
+from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
+from common.sampler import EpochBatchSampler
+from hifigan import arg_parser
+from hifigan.data_function import (FullUtterances, MelAudioBatch, MelAudioCrops, add_data_args, batch_to_device,
+                                   collate)
+from hifigan.loss_function import MEL_WEIGHT, HiFiGANLoss, loss_mel_params
+from hifigan.model import HiFiGAN
+
+PARTS = ("generator", "mpd", "msd")
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    arg_parser.add_args(parser)
+    add_data_args(parser)
+    training = parser.add_argument_group("HiFi-GAN training")
+    training.add_argument("--lr-decay", "--lr_decay", dest="lr_decay", type=float, default=0.9998,
+                          help="both learning rates are multiplied by this every epoch (ExponentialLR)")
+    training.add_argument("--adam-betas", "--adam_betas", dest="adam_betas", type=float, nargs=2, default=[0.8, 0.99],
+                          metavar=("BETA1", "BETA2"), help="AdamW's betas for both optimizers")
+    training.add_argument("--ema-decay", "--ema_decay", dest="ema_decay", type=float, default=0.0,
+                          help="keep an exponential moving average of the generator with this decay (0: none); "
+                               "saved in checkpoints, validated, and used by inference with --ema")
+    training.add_argument("--fine-tune-from", default=None, metavar="CKPT",
+                          help="start from this generator (a checkpoint of ours, NVIDIA's hifigan_gen_checkpoint "
+                               "or jik876's g_XXXXXXXX with --hifigan-config); our checkpoints bring their "
+                               "discriminators too")
+    training.add_argument("--fine-tune-discriminator-from", default=None, metavar="CKPT",
+                          help="discriminators to start from with --fine-tune-from: NVIDIA's "
+                               "hifigan_discrim_checkpoint or jik876's do_XXXXXXXX")
+    training.add_argument("--fine-tune-lr-factor", "--fine_tune_lr_factor", dest="fine_tune_lr_factor", type=float,
+                          default=1.0, help="multiplies -lr for both optimizers (NVIDIA fine-tunes with 3)")
+    # The reference's optimizer: AdamW's own weight decay (0.01), and no gradient clipping.
+    parser.set_defaults(weight_decay=0.01, grad_clip_thresh=0.0)
+
+
+def build_model(config: dict) -> nn.Module:
+    return HiFiGAN(**config)
+
+
+# ---- the data ------------------------------------------------------------------------------------------------
+
+
+def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
+    train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_size, seed=args.seed,
+                          input_mels_dir=args.input_mels_dir)
+    validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)
+    return DataSplits(train=train, validation=validation, collate=collate)
+
+
+def batch_sampler(args: argparse.Namespace, dataset, context: BatchingContext):
+    """Training: -bs crops. Validation: one whole utterance per batch, so no padding changes what is measured."""
+    if context.training:
+        from common.trainer import fixed_size_batches
+
+        return fixed_size_batches(args, dataset, context)
+    return EpochBatchSampler(len(dataset), 1, shuffle=False, drop_last=False, seed=context.seed,
+                             rank=context.rank, world_size=context.world_size)
+
+
+# ---- optimizers and schedule ---------------------------------------------------------------------------------
+
+
+def build_optimizers(model: HiFiGAN, args: argparse.Namespace) -> dict[str, torch.optim.Optimizer]:
+    """Two AdamW, as the reference: the generator's, and one over both discriminators."""
+    def adamw(parameters):
+        return torch.optim.AdamW(parameters, lr=args.learning_rate * args.fine_tune_lr_factor,
+                                 betas=tuple(args.adam_betas), weight_decay=args.weight_decay)
+    return {"discriminator": adamw(itertools.chain(model.mpd.parameters(), model.msd.parameters())),
+            "generator": adamw(model.generator.parameters())}
+
+
+@dataclass
+class ExponentialDecay:
+    """The reference's ExponentialLR stepped once per epoch: epoch e (from 0) trains at lr * gamma^e."""
+    gamma: float
+
+    def multiplier(self, epoch: int, step: int) -> float:
+        return self.gamma ** epoch
+
+    def state_dict(self) -> dict:
+        return {"kind": "exponential_per_epoch", "gamma": self.gamma}
+
+
+def lr_schedule(args: argparse.Namespace) -> ExponentialDecay:
+    return ExponentialDecay(args.lr_decay)
+
+
+# ---- initialisation: fine-tuning and the EMA -------------------------------------------------------------------
+
+
+def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
+    """--fine-tune-from's weights, then the EMA started from the generator (not from its own random draw, as the
+    reference's was). A resumed run then loads its checkpoint over all of this, the EMA included."""
+    if args.fine_tune_discriminator_from and not args.fine_tune_from:
+        raise UserError("--fine-tune-discriminator-from needs --fine-tune-from (the generator to start from)")
+    if args.fine_tune_from:
+        load_fine_tune_weights(model, args)
+    model.reset_ema()
+
+
+def load_fine_tune_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
+    flag = "--fine-tune-from"
+    source = describe_source(args.fine_tune_from, flag)
+    checkpoint = load_checkpoint(args.fine_tune_from, expected_model="HiFiGAN", flag=flag)
+    if checkpoint.get("model_name") == "HiFiGAN":  # ours: the whole HiFiGAN state, and its audio parameters
+        if "audio_params" in checkpoint:
+            AudioParams.from_dict(checkpoint["audio_params"]).check_matches(AudioParams.from_args(args), source,
+                                                                             "this run's audio flags")
+        state = model_state_from_checkpoint(checkpoint, source)
+        load_model_state(model.generator, substate(state, "generator."), source)
+        if not args.fine_tune_discriminator_from:
+            load_model_state(model.mpd, substate(state, "mpd."), source)
+            load_model_state(model.msd, substate(state, "msd."), source)
+    else:
+        load_reference_generator_into(model, args, source)
+    if args.fine_tune_discriminator_from:
+        load_reference_discriminators_into(model, args)
+
+
+def substate(state: dict, prefix: str) -> dict:
+    return {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
+
+
+def load_reference_generator_into(model: HiFiGAN, args: argparse.Namespace, source: str) -> None:
+    """NVIDIA's or jik876's generator file, through hifigan/checkpoints.py."""
+    from hifigan import checkpoints
+
+    generator, info = checkpoints.load_reference_generator(args.fine_tune_from,
+                                                           config=getattr(args, "hifigan_config", None))
+    load_model_state(model.generator, generator.state_dict(), source)
+    print(f"{source}: fine-tuning a {info.get('format', 'published')} generator; it was trained on "
+          f"{info.get('mel_convention', 'its own')} mels, this run feeds it common/audio.py's", flush=True)
+
+
+def load_reference_discriminators_into(model: HiFiGAN, args: argparse.Namespace) -> None:
+    from hifigan import checkpoints
+
+    source = describe_source(args.fine_tune_discriminator_from, "--fine-tune-discriminator-from")
+    mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from)
+    load_model_state(model.mpd, mpd if isinstance(mpd, dict) else mpd.state_dict(), source)
+    load_model_state(model.msd, msd if isinstance(msd, dict) else msd.state_dict(), source)
+
+
+# ---- the training step ---------------------------------------------------------------------------------------
+
+
+@functools.cache
+def hifigan_loss(params: AudioParams, device: torch.device) -> HiFiGANLoss:
+    return HiFiGANLoss(params).to(device)
+
+
+def loss_for(args: argparse.Namespace, device: torch.device) -> HiFiGANLoss:
+    return hifigan_loss(loss_mel_params(AudioParams.from_args(args), args.mel_fmax_loss), device)
+
+
+def judge(discriminators, real: torch.Tensor, fake: torch.Tensor) -> tuple[list, list]:
+    """Each discriminator's (scores, feature maps) of the real and of the generated audio (B, 1, T), from one forward
+    pass over both (one DDP forward per backward; the discriminators treat batch items independently)."""
+    batch = real.shape[0]
+    real_outputs, fake_outputs = [], []
+    for discriminator in discriminators:
+        scores, maps = discriminator(torch.cat([real, fake]))
+        real_outputs.append(([s[:batch] for s in scores], [[m[:batch] for m in layers] for layers in maps]))
+        fake_outputs.append(([s[batch:] for s in scores], [[m[batch:] for m in layers] for layers in maps]))
+    return real_outputs, fake_outputs
+
+
+@contextmanager
+def frozen(*modules: nn.Module):
+    """requires_grad off for these modules' parameters inside the block (restored after): the generator's loss then
+    computes no discriminator gradients, so DDP neither all-reduces them nor leaves them for the next step."""
+    parameters = [p for module in modules for p in module.parameters()]
+    saved = [p.requires_grad for p in parameters]
+    for parameter in parameters:
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter, requires_grad in zip(parameters, saved):
+            parameter.requires_grad_(requires_grad)
+
+
+def train_step(parts, batches: list[MelAudioBatch], args: argparse.Namespace, trainer) -> StepOutput:
+    """The discriminators' step on every micro-batch, then the generator's against the updated discriminators.
+
+    DDP: (a) the discriminators run through their DDP parts in their phase, all-reducing on the last micro-batch
+    only; (b) in the generator's phase they run unwrapped and frozen, so nothing of theirs is reduced twice; (c) the
+    generator's DDP reducer sees each synchronised forward right before its backward: with one micro-batch the
+    forward is shared by both phases (the reference's saving; nothing runs the generator's DDP in between), with
+    several the discriminators' phase generates under no_grad through the unwrapped generator and the generator's
+    phase generates again. Every micro-batch weighs 1 / len(batches) (equal-size crops)."""
+    model, loss = trainer.model, loss_for(args, trainer.device)
+    weight = 1.0 / len(batches)
+    shared_forward = len(batches) == 1
+    trainer.optimizers["discriminator"].zero_grad(set_to_none=True)
+    trainer.optimizers["generator"].zero_grad(set_to_none=True)
+
+    fakes, discriminator_losses = [], []
+    for index, batch in enumerate(batches):
+        last = index == len(batches) - 1
+        real = batch.audio.unsqueeze(1)
+        with trainer.autocast():
+            if shared_forward:
+                fake = parts.generator(batch.mel)
+            else:
+                with torch.no_grad():
+                    fake = model.generator(batch.mel)
+        fakes.append(fake)
+        with trainer.gradient_sync("mpd", last), trainer.gradient_sync("msd", last):
+            with trainer.autocast():
+                real_outputs, fake_outputs = judge((parts.mpd, parts.msd), real, fake.detach())
+                discriminator_loss = loss.discriminator(real_outputs, fake_outputs)
+            trainer.backward(discriminator_loss, "discriminator", weight)
+        discriminator_losses.append(discriminator_loss.detach())
+    trainer.step("discriminator")
+
+    totals, parts_of_total = [], []
+    with frozen(model.mpd, model.msd):
+        for index, batch in enumerate(batches):
+            last = index == len(batches) - 1
+            real = batch.audio.unsqueeze(1)
+            with trainer.gradient_sync("generator", last):
+                with trainer.autocast():
+                    fake = fakes[index] if shared_forward else parts.generator(batch.mel)
+                    real_outputs, fake_outputs = judge((model.mpd, model.msd), real, fake)
+                    losses = loss.generator(real_outputs, fake_outputs, real, fake)
+                trainer.backward(losses.total, "generator", weight)
+            totals.append(losses.total.detach())
+            parts_of_total.append(torch.stack([losses.adversarial.detach(), losses.feature_matching.detach(),
+                                               losses.mel.detach()]))
+    if trainer.step("generator") and args.ema_decay > 0:
+        model.update_ema(args.ema_decay)
+
+    adversarial, feature_matching, mel = torch.stack(parts_of_total).mean(0)
+    return StepOutput(loss=torch.stack(totals).mean(), items=sum(batch.audio.numel() for batch in batches),
+                      metrics={"discriminator_loss": torch.stack(discriminator_losses).mean(),
+                               "adversarial_loss": adversarial, "feature_matching_loss": feature_matching,
+                               "mel_loss": mel})
+
+
+# ---- validation ----------------------------------------------------------------------------------------------
+
+
+def mel_error_sums(generator: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> tuple[float, int]:
+    """Sum and count of |loss mel(real) - loss mel(generated)| over the batch's elements."""
+    errors = loss_for(args, batch.audio.device).mel_l1.errors(batch.audio, generator(batch.mel))
+    return float(errors.sum()), errors.numel()
+
+
+def compute_loss(model: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> StepOutput:
+    """Validation's loss (training has its own step): the mel L1 x45 of a whole utterance."""
+    model = getattr(model, "module", model)
+    error, count = mel_error_sums(model.generator, batch, args)
+    batch.mel_error = {"mel_abs_error": error, "mel_elements": count}  # for validation_sums: generate once
+    return StepOutput(loss=torch.tensor(MEL_WEIGHT * error / count), items=batch.audio.numel())
+
+
+def validation_sums(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Namespace) -> dict[str, float]:
+    sums = dict(batch.mel_error) if batch.mel_error is not None else {}
+    if not sums:
+        sums["mel_abs_error"], sums["mel_elements"] = mel_error_sums(model.generator, batch, args)
+    if model.generator_ema is not None:
+        sums["ema_mel_abs_error"], sums["ema_mel_elements"] = mel_error_sums(model.generator_ema, batch, args)
+    return sums
+
+
+def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
+    """The mel L1 over every element of the whole set (jik876's validation number) and x45 (NVIDIA's)."""
+    metrics = {}
+    for prefix in ("", "ema_"):
+        if sums.get(f"{prefix}mel_elements"):
+            l1 = sums[f"{prefix}mel_abs_error"] / sums[f"{prefix}mel_elements"]
+            metrics[f"val_{prefix}mel_l1"] = l1
+            metrics[f"val_{prefix}mel_loss"] = MEL_WEIGHT * l1
+    return metrics
+
+
+def validation_report(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Namespace) -> dict:
+    """The first validation utterance vocoded (live and EMA generator) beside the original, and the mels."""
+    mel_spectrogram = MelSpectrogram(AudioParams.from_args(args)).to(batch.mel.device)
+    generated = model.generator(batch.mel[:1])[0, 0].float()
+    audio = {"generated": generated, "ground_truth": batch.audio[0]}
+    images = {"mel_input": plot_to_image(batch.mel[0].float().cpu().numpy(), "mel (input)", "frame", "channel"),
+              "mel_generated": plot_to_image(mel_spectrogram(generated)[0].cpu().numpy(), "mel of the generated audio",
+                                             "frame", "channel")}
+    if model.generator_ema is not None:
+        audio["generated_ema"] = model.generator_ema(batch.mel[:1])[0, 0].float()
+    return {"audio": audio, "images": images}
+
+
+RECIPE = Recipe(
+    name="HiFiGAN",
+    items_unit="samples",
+    add_args=add_args,
+    model_config=arg_parser.model_config,
+    build_model=build_model,
+    build_data=build_data,
+    batch_to_device=batch_to_device,
+    compute_loss=compute_loss,
+    init_weights=init_weights,
+    parts=PARTS,
+    build_optimizers=build_optimizers,
+    train_step=train_step,
+    lr_schedule=lr_schedule,
+    batch_sampler=batch_sampler,
+    validation_sums=validation_sums,
+    validation_metrics=validation_metrics,
+    validation_report=validation_report,
+    config_from_reference=arg_parser.config_from_reference,
+)

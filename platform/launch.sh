@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One parametrised launcher behind every platform/<MACHINE>_<model>_<PRECISION>_<N>NGPU_train.sh file:
 #   platform/launch.sh MACHINE MODEL PRECISION NGPU [extra train.py flags]
-#   MACHINE: DGX1 | DGXA100 | DGXH100    MODEL: tacotron2 | waveglow    PRECISION: AMP | BF16 | FP32 | TF32
+#   MACHINE: DGX1 | DGXA100 | DGXH100    MODEL: tacotron2 | waveglow | hifigan    PRECISION: AMP | BF16 | FP32 | TF32
 # It launches exactly NGPU processes (scripts/launch_training.sh: torchrun for NGPU > 1). Environment overrides:
-#   DATA_DIR (data/LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, EPOCHS, PYTHON,
+#   DATA_DIR (data/LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, GRAD_ACCUMULATION, EPOCHS, PYTHON,
 #   DRY_RUN=1 prints the launch command instead of running it.
 # NVIDIA's hyper-parameters come from the preset configs/<model>_nvidia.json; this file adds only what NVIDIA tuned
 # per GPU and precision (the table below), the filelists and the precision flag.
@@ -35,7 +35,10 @@ case "$model" in
     waveglow) model_flags=(-m WaveGlow
                            --training-files filelists/ljs_audio_text_train_filelist.txt
                            --validation-files filelists/ljs_audio_text_val_filelist.txt) ;;
-    *) echo "unknown model '$model' (tacotron2, waveglow)" >&2; exit 2 ;;
+    hifigan) model_flags=(-m HiFiGAN
+                          --training-files filelists/ljs_audio_text_train_filelist.txt
+                          --validation-files filelists/ljs_audio_text_val_filelist.txt) ;;
+    *) echo "unknown model '$model' (tacotron2, waveglow, hifigan)" >&2; exit 2 ;;
 esac
 
 # Where NVIDIA's platform scripts differ from the preset (which holds their fp32 values on a 16 GB V100): the
@@ -49,8 +52,20 @@ case "$model/$machine/$precision" in
     waveglow/*/AMP) batch=10 tuned_flags=(--grad-clip-thresh 65504.0) ;;
     waveglow/*/BF16) batch=10 ;;
 esac
+# HiFi-GAN: NVIDIA's global batch of 128 on every machine, as per-GPU batch x accumulation x GPUs (DGX-1 on one
+# V100: 64 x 2 with AMP, 32 x 4 in fp32; DGX A100 one GPU: 128; DGX H100, 80 GB as the A100, like the A100).
+accumulation=""
+if [ "$model" = hifigan ]; then
+    case "$machine/$precision/$ngpu" in
+        DGX1/AMP/1|DGX1/BF16/1) batch=64 accumulation=2 ;;
+        DGX1/*/1) batch=32 accumulation=4 ;;
+        *) batch=$((128 / ngpu)) ;;
+    esac
+fi
 batch=${BATCH_SIZE:-$batch}
+accumulation=${GRAD_ACCUMULATION:-$accumulation}
 if [ -n "$batch" ]; then tuned_flags+=(-bs "$batch"); fi
+if [ -n "$accumulation" ]; then tuned_flags+=(--grad-accumulation "$accumulation"); fi
 if [ -n "${EPOCHS:-}" ]; then tuned_flags+=(--epochs "$EPOCHS"); fi
 
 NUM_GPUS=$ngpu exec bash scripts/launch_training.sh "${model_flags[@]}" --config-file "configs/${model}_nvidia.json" \

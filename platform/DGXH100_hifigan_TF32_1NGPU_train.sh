@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# DGXH100, hifigan, TF32, 1 GPU(s). Extra train.py flags may follow; see platform/launch.sh.
+exec "$(dirname "$0")/launch.sh" DGXH100 hifigan TF32 1 "$@"

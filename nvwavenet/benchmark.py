@@ -60,7 +60,8 @@ def gpu_samples_per_second(vocoder: kernels.KernelVocoder, variant: str, batch: 
 
 def largest_real_time_batch(rate_at, target: float, max_batch: int) -> int:
     """Largest batch b <= max_batch with rate_at(b) >= target (0 if even batch 1 is too slow). The rate falls as
-    the batch grows, so double until it drops below the target, then bisect between the last two."""
+    the batch grows, so double until it drops below the target, then bisect between the last two. A batch the
+    kernel cannot launch at all has rate 0 (see benchmark_gpu), so it ends the search like a slow one."""
     if rate_at(1) < target:
         return 0
     good, bad = 1, None
@@ -77,29 +78,72 @@ def largest_real_time_batch(rate_at, target: float, max_batch: int) -> int:
 
 
 def benchmark_gpu(model_name: str, variants: list[str], precisions: list[str], samples: int, max_batch: int,
-                  rows: list[dict]) -> None:
+                  rows: list[dict], auto_batches: list[int] = (1,), on_row=None) -> None:
+    """Per variant and precision: the batch-1 rate and the real-time batch search (one row each), then one "auto"
+    row per batch in auto_batches: every variant's rate there and which one KernelVocoder's "auto" picks."""
     model = build_model(model_name)
     for precision in precisions:
         vocoder = kernels.KernelVocoder(model, precision)
+        rates: dict[str, dict[int, float]] = {variant: {} for variant in variants}
+        unlaunchable: dict[str, dict[int, str]] = {variant: {} for variant in variants}
+
+        def rate_at(variant: str, batch: int) -> float:
+            if batch not in rates[variant]:
+                try:
+                    rates[variant][batch] = gpu_samples_per_second(vocoder, variant, batch, samples)
+                except (ValueError, torch.OutOfMemoryError) as error:
+                    # This batch does not fit (co-resident blocks, size limits, memory): not real time either.
+                    unlaunchable[variant][batch] = str(error).splitlines()[0]
+                    rates[variant][batch] = 0.0
+                    torch.cuda.empty_cache()
+            return rates[variant][batch]
+
+        failed = set()
         for variant in variants:
             row = {"model": model_name, "implementation": variant, "precision": precision}
-            rates: dict[int, float] = {}
-
-            def rate_at(batch: int) -> float:
-                if batch not in rates:
-                    rates[batch] = gpu_samples_per_second(vocoder, variant, batch, samples)
-                return rates[batch]
-
             try:
-                row["samples_per_second"] = rate_at(1)
+                row["samples_per_second"] = rate_at(variant, 1)
+                if 1 in unlaunchable[variant]:
+                    raise ValueError(unlaunchable[variant][1])
                 for target in REAL_TIME_RATES:
-                    row[f"max_real_time_batch_{target // 1000}khz"] = largest_real_time_batch(rate_at, target,
-                                                                                              max_batch)
-                row["measured"] = {str(b): r for b, r in sorted(rates.items())}
+                    row[f"max_real_time_batch_{target // 1000}khz"] = largest_real_time_batch(
+                        lambda batch: rate_at(variant, batch), target, max_batch)
+                row["measured"] = {str(b): r for b, r in sorted(rates[variant].items())}
+                if unlaunchable[variant]:
+                    row["not_launchable"] = {str(b): e for b, e in sorted(unlaunchable[variant].items())}
             except (ValueError, RuntimeError) as error:  # a variant that cannot run this model says why
                 row["error"] = str(error)
+                failed.add(variant)
             rows.append(row)
             print(format_row(row), flush=True)
+            if on_row is not None:
+                on_row()
+        for batch in auto_batches:
+            measured = {variant: rate_at(variant, batch) for variant in variants if variant not in failed}
+            measured = {variant: rate for variant, rate in measured.items() if rate > 0}
+            if not measured:
+                continue
+            row = {"model": model_name, "implementation": "auto", "precision": precision, "batch": batch,
+                   "rates": measured, "fastest": max(measured, key=measured.get)}
+            try:
+                row["auto_choice"] = vocoder._choose(batch, "auto").variant
+                row["auto_is_fastest"] = row["auto_choice"] == row["fastest"]
+                # auto times each kernel once on 512 samples: a near tie may go either way, so give the margin
+                row["auto_rate_vs_fastest"] = measured.get(row["auto_choice"], 0.0) / measured[row["fastest"]]
+            except (ValueError, RuntimeError) as error:
+                row["error"] = str(error)
+            rows.append(row)
+            print(format_auto_row(row), flush=True)
+            if on_row is not None:
+                on_row()
+
+
+def format_auto_row(row: dict) -> str:
+    if "error" in row:
+        return f"{row['model']:7s} {'auto':10s} {row['precision']:5s} batch {row['batch']}: {row['error']}"
+    rates = ", ".join(f"{v} {r:,.0f}" for v, r in row["rates"].items())
+    return (f"{row['model']:7s} {'auto':10s} {row['precision']:5s} batch {row['batch']}: picks "
+            f"{row['auto_choice']} ({row['auto_rate_vs_fastest']:.0%} of the fastest, {row['fastest']}); {rates}")
 
 
 def format_row(row: dict) -> str:
@@ -120,6 +164,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--gpu-samples", type=int, default=16384, help="samples per timed GPU run")
     parser.add_argument("--cpu-samples", type=int, default=512, help="samples for the (slow) CPU path")
     parser.add_argument("--max-batch", type=int, default=512, help="largest batch the real-time search tries")
+    parser.add_argument("--auto-batches", type=int, nargs="*", default=[1, 8, 64],
+                        help="batch sizes at which every variant is timed and \"auto\"'s pick is checked")
     parser.add_argument("--output", type=Path, default=Path("nvwavenet_benchmark.json"))
     args = parser.parse_args(argv)
 
@@ -128,6 +174,10 @@ def main(argv: list[str] | None = None) -> dict:
                "gpu": {"available": usable, "reason": reason}, "rows": []}
     if usable:
         results["gpu"]["name"] = torch.cuda.get_device_name()
+        results["gpu_samples"] = args.gpu_samples
+
+    def save() -> None:  # after every row, so that a run cut short still leaves what it measured
+        args.output.write_text(json.dumps(results, indent=2))
     header = f"{'model':7s} {'path':10s} {'prec':5s} {'samples/s (B=1)':>14s}" + "".join(
         f" {'RT batch ' + str(r // 1000) + 'k':>12s}" for r in REAL_TIME_RATES)
     print(header)
@@ -136,12 +186,13 @@ def main(argv: list[str] | None = None) -> dict:
                "samples_per_second": cpu_samples_per_second(build_model(model_name), args.cpu_samples)}
         results["rows"].append(row)
         print(format_row(row), flush=True)
+        save()
         if usable:
             benchmark_gpu(model_name, args.variants, args.precisions, args.gpu_samples, args.max_batch,
-                          results["rows"])
+                          results["rows"], args.auto_batches, on_row=save)
     if not usable:
         print(f"GPU rows not run: {reason}")
-    args.output.write_text(json.dumps(results, indent=2))
+    save()
     print(f"wrote {args.output}")
     return results
 

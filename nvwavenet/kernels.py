@@ -37,6 +37,11 @@ VARIANTS = {"single": 0, "dual": 1, "persistent": 2}
 PRECISIONS = {"fp32": 0, "fp16": 1}
 IMPLEMENTATIONS = ("auto", *VARIANTS)
 DEFAULT_CHUNK = 2048  # samples per launch: the conditioning of one chunk is chunk * L * B * 2R floats
+# At most this many conditioning values per launch. The kernels index with 32-bit ints and refuse a chunk of 2^31
+# values or more (csrc/api.h: validate), which chunks of 2048 samples reach at batch ~400 for 20 layers and ~200 for
+# 40; and a chunk is a dense float32 tensor on the device, so this also bounds its memory (512 MiB). Shorter chunks
+# only cost launches, each of them tiny next to the thousands of samples per second a chunk takes.
+CONDITIONING_CHUNK_ELEMENTS = 2 ** 27
 
 # ---------------------------------------------------------------------------------------------------------------
 # The argument struct (mirror of NvwArgs in csrc/wavenet_args.h; the libraries report its size to check this)
@@ -365,7 +370,8 @@ def run_kernels(backend: _Backend, weights: PackedWeights, conditioning: Callabl
 
     conditioning(start, stop) -> (stop - start, L, B, 2R) float32 on the backend's device: one chunk of per-layer
     conditioning, computed only when that chunk is launched. selectors (T, B) uniform in [0, 1); forced_classes
-    (T, B) or None for teacher forcing. B must be a multiple of batch_per_block (pad columns before).
+    (T, B) or None for teacher forcing. B must be a multiple of batch_per_block (pad columns before). Chunks are
+    chunk_size samples, fewer where one would exceed CONDITIONING_CHUNK_ELEMENTS values.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {tuple(VARIANTS)}, got {variant!r}")
@@ -404,6 +410,7 @@ def run_kernels(backend: _Backend, weights: PackedWeights, conditioning: Callabl
         for name, tensor in dump_tensors.items():
             setattr(args, f"dump_{name}", _pointer(tensor))
 
+    chunk_size = min(chunk_size, max(1, CONDITIONING_CHUNK_ELEMENTS // (L * batch * 2 * R)))
     for start in range(0, num_samples, chunk_size):
         stop = min(start + chunk_size, num_samples)
         chunk = conditioning(start, stop).to(device=device, dtype=torch.float32).contiguous()

@@ -56,7 +56,8 @@ def main() -> None:
             times.append(time.perf_counter() - start)
             items.append(record["items"])  # summed over ranks
     result = {"model": args.model_name, "device": str(trainer.device), "batch_size": args.batch_size,
-              "precision": "fp16" if args.amp else "bf16" if args.bf16 else "fp32",
+              "precision": "fp16" if args.amp else "bf16" if args.bf16 else (
+                  "tf32" if args.tf32 and trainer.device.type == "cuda" else "fp32"),  # --tf32 is the default
               "world_size": trainer.context.world_size, "iterations": options.iterations,
               f"{trainer.recipe.items_unit}_per_sec": sum(items) / sum(times),
               "iteration_time_mean": float(np.mean(times)), "iteration_time_std": float(np.std(times)),

@@ -191,6 +191,30 @@ def test_chunking_does_not_change_a_bit(variant):
         assert torch.equal(other.dumps["logits"], runs[0].dumps["logits"])
 
 
+def test_chunks_shrink_to_the_conditioning_limit_without_changing_a_bit(monkeypatch):
+    # On a GPU, chunks of 2048 samples at batch >= ~400 (20 layers) exceed the kernels' 2^31-value index limit and
+    # were refused; run_kernels must shorten them instead. Here the limit is lowered to three samples' worth.
+    R, L, B, T = 32, 3, 2, 14
+    exported = random_export(R, 64, 64, L, 2, seed=10)
+    weights = kernels.pack_weights(exported, "fp32")
+    conditioning, _, selectors = inputs(R, L, B, T, 64, seed=11)
+    whole = kernels.run_emulated(weights, conditioning, selectors, variant="persistent", batch_per_block=1)
+    monkeypatch.setattr(kernels, "CONDITIONING_CHUNK_ELEMENTS", 3 * L * B * 2 * R + 5)
+    requested = []
+
+    def chunk(start, stop):
+        requested.append((start, stop))
+        return conditioning[start:stop]
+
+    backend = kernels.emulation_library()
+    backend.configure("forward", 0, 30.0)
+    limited = kernels.run_kernels(backend, weights, chunk, selectors, variant="persistent", batch_per_block=1,
+                                  chunk_size=2048, dumps=True)
+    assert requested == [(s, min(s + 3, T)) for s in range(0, T, 3)]
+    assert torch.equal(limited.classes, whole.classes)
+    assert torch.equal(limited.dumps["logits"], whole.dumps["logits"])
+
+
 def test_without_tanh_and_with_a_nonzero_silence_class():
     exported = random_export(32, 64, 64, 3, 2, seed=8)
     exported["embedding_tanh"] = torch.tensor(False)

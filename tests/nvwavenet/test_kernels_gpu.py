@@ -43,14 +43,20 @@ def test_without_cuda_only_the_cpu_path_is_reported_and_the_gpu_api_says_so():
 def test_benchmark_runs_the_cpu_path_and_records_why_gpu_rows_are_missing(tmp_path):
     output = tmp_path / "benchmark.json"
     benchmark.main(["--models", "medium", "--cpu-samples", "32", "--output", str(output)]
-                   + ([] if not CUDA_USABLE else ["--variants", "single", "--precisions", "fp16", "--gpu-samples",
-                                                   "512", "--max-batch", "4"]))
+                   + ([] if not CUDA_USABLE else ["--precisions", "fp16", "--gpu-samples", "512", "--max-batch", "4",
+                                                   "--auto-batches", "1"]))
     results = json.loads(output.read_text())
     cpu = [row for row in results["rows"] if row["implementation"] == "cpu"]
     assert len(cpu) == 1 and cpu[0]["samples_per_second"] > 0
     if not CUDA_USABLE:
         assert results["gpu"] == {"available": False, "reason": CUDA_REASON}
         assert all(row["implementation"] == "cpu" for row in results["rows"])
+    else:
+        gpu = {row["implementation"]: row for row in results["rows"] if row["implementation"] != "cpu"}
+        assert set(gpu) == {"single", "dual", "persistent", "auto"}
+        for variant in ("single", "dual", "persistent"):
+            assert "error" not in gpu[variant] and gpu[variant]["samples_per_second"] > 0, gpu[variant]
+        assert gpu["auto"]["auto_choice"] in gpu["auto"]["rates"], gpu["auto"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -117,3 +123,19 @@ def test_auto_implementation_returns_audio_and_unsupported_shapes_fail_clearly()
     with pytest.raises(ValueError, match="no single kernel is compiled for fp32 R=128"):
         kernels.KernelVocoder(gpu_model(residual=128, skip=256, layers=2), "fp32").generate_classes(
             torch.randn(1, 80, 1), "single")
+
+
+@needs_gpu
+def test_inference_vocoder_on_the_gpu_is_seeded_and_matches_its_requested_kernel():
+    # nvwavenet/vocoder.py is what inference.py --wavenet runs: the same seed must give the same audio, and "auto"
+    # must give the audio of the kernel it picked (same uniforms, same weights).
+    from common.audio import AudioParams
+    from nvwavenet.vocoder import WaveNetVocoder
+    model = gpu_model(layers=4).cuda()
+    mel = torch.randn(2, 80, 3, generator=torch.Generator().manual_seed(9)).cuda()
+    auto = WaveNetVocoder(model, AudioParams(), "auto", "fp16", seed=3)
+    first, again = auto(mel), auto(mel)
+    assert first.shape == (2, 3 * 64) and first.is_cuda and torch.isfinite(first).all()
+    assert torch.equal(first, again)
+    picked = auto.kernels._auto_choice[2]
+    assert torch.equal(WaveNetVocoder(model, AudioParams(), picked, "fp16", seed=3)(mel), first)

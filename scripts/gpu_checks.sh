@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# The GPU half of the project, in order of priority, each stage under its own time limit and all of them under one
+# deadline, with every log kept and a summary at the end. Rerunnable on any machine with a CUDA GPU and nvcc.
+#
+#   scripts/gpu_checks.sh [STAGE ...]          (default: all, in this order)
+#
+#   env        GPU, driver, CUDA, PyTorch and tool versions                          -> env.json
+#   build      compile the nvwavenet CUDA extension (cached afterwards)             -> build.log
+#   test       the GPU tests (tests/nvwavenet/test_kernels_gpu.py and test_benchmark.py)  -> test.log
+#   sanitize   compute-sanitizer memcheck, racecheck, synccheck and initcheck over one short generation of every
+#              kernel variant in fp32 and fp16 (scripts/sanitize_nvwavenet.py)   -> sanitize_<tool>.log
+#   nvwavenet  scripts/benchmark_nvwavenet.sh: medium and large, every variant and precision, batch 1, the
+#              real-time batch search at 16 and 24 kHz, and "auto"'s pick          -> nvwavenet_benchmark.json
+#   corpus     the synthetic eSpeak NG corpus the training stages read (into $WORK_DIR/synthetic)
+#   training   training throughput (scripts/benchmark_training.py) of Tacotron 2 and WaveGlow in TF32, --amp and
+#              --bf16 at the per-GPU batch sizes of NVIDIA's A100 recipes (platform/launch.sh)  -> training_*.json
+#   nan        scripts/train_waveglow.sh PRECISION=amp for NAN_EPOCHS epochs: non-finite losses and skipped steps
+#   pipeline   scripts/benchmark_pipeline.sh on the GPU: Tacotron 2 + WaveGlow + denoiser, random weights at
+#              NVIDIA's sizes, 600 frames per utterance                             -> pipeline.jsonl
+#
+# Environment:
+#   PYTHON      interpreter (default .venv/bin/python, else python3)
+#   LOG_DIR     where logs and results go (default output/gpu_checks); summary.md there at the end
+#   WORK_DIR    scratch: corpus, training outputs (default /tmp/gpu_checks)
+#   WHEELS      a folder of wheels to install first (pip --no-index --target $WORK_DIR/site, then on PYTHONPATH),
+#               for a machine without a package registry
+#   DEADLINE    seconds for the whole run (default 3600); a stage gets at most what is left, minus 15 s
+#   T_<STAGE>   per-stage limit in seconds (defaults below), e.g. T_NVWAVENET=300
+#   NVW_SAMPLES samples per timed nvwavenet run (default 8192); NVW_MAX_BATCH (512)
+#   CORPUS_UTTERANCES (500), TRAIN_WARMUP (5), TRAIN_ITERATIONS (20), TRAIN_PRECISIONS ("tf32 amp bf16"),
+#   TACOTRON2_BATCH, WAVEGLOW_BATCH, WAVEGLOW_AMP_BATCH (NVIDIA's A100 sizes: 128, 4, 10; less for a smaller GPU)
+#   NAN_EPOCHS (7: ~300 steps of batch 10 over 450 clips), PIPELINE_REPEATS (5), PIPELINE_WARMUP (2)
+#   EXTRA_TRAIN_FLAGS  appended to the train.py flags of the training and nan stages (e.g. smaller models for a
+#               dry run of the script on a CPU: "--cpu", with small batches)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+LOG_DIR=$(mkdir -p "${LOG_DIR:-output/gpu_checks}" && cd "${LOG_DIR:-output/gpu_checks}" && pwd)
+WORK_DIR=${WORK_DIR:-/tmp/gpu_checks}
+DEADLINE=${DEADLINE:-3600}
+ALL_STAGES=(env build test sanitize nvwavenet corpus training nan pipeline)
+declare -A LIMIT=([env]=60 [build]=600 [test]=300 [sanitize]=400 [nvwavenet]=900 [corpus]=120 [training]=600
+                  [nan]=300 [pipeline]=900)
+export PYTHON LOG_DIR WORK_DIR REPO
+export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
+mkdir -p "$WORK_DIR"
+
+if [ -n "${WHEELS:-}" ]; then  # before anything imports them
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$WORK_DIR/site" "$WHEELS"/*.whl >"$LOG_DIR/wheels.log" 2>&1 || {
+        echo "installing the wheels of $WHEELS failed (see $LOG_DIR/wheels.log)" >&2; exit 2; }
+    export PYTHONPATH="$WORK_DIR/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
+DATA=$WORK_DIR/synthetic
+TRAIN_LIST=$DATA/filelists/synthetic_audio_text_train.txt
+VAL_LIST=$DATA/filelists/synthetic_audio_text_val.txt
+
+# ---- the stages (each runs in its own process: `gpu_checks.sh --stage NAME`) -------------------------------------
+
+stage_env() {
+    nvidia-smi || true
+    "$PYTHON" - <<'EOF'
+import json, os, platform, shutil, subprocess
+import torch
+def run(*command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unavailable: {error}"
+info = {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "cuda_available": torch.cuda.is_available(), "cpu_count": os.cpu_count()}
+if torch.cuda.is_available():
+    props = torch.cuda.get_device_properties(0)
+    info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                multiprocessors=props.multi_processor_count, compute_capability=f"{props.major}.{props.minor}")
+    info["driver"] = run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    info["clocks"] = run("nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.limit",
+                         "--format=csv,noheader")
+info["nvcc"] = run("nvcc", "--version").splitlines()[-1:] if shutil.which("nvcc") else "not found"
+info["compute_sanitizer"] = (run("compute-sanitizer", "--version").splitlines()[-1:]
+                             if shutil.which("compute-sanitizer") else "not found")
+print(json.dumps(info, indent=2))
+open(os.path.join(os.environ["LOG_DIR"], "env.json"), "w").write(json.dumps(info, indent=2))
+EOF
+}
+
+stage_build() {
+    NVWAVENET_VERBOSE_BUILD=1 "$PYTHON" -c "
+import time; start = time.perf_counter()
+from nvwavenet import kernels
+backend = kernels.cuda_library()
+print(f'nvwavenet CUDA extension ready in {time.perf_counter() - start:.1f} s: {len(backend.kernels())} kernels')"
+}
+
+stage_test() {
+    "$PYTHON" -m pytest -q -p no:cacheprovider tests/nvwavenet/test_kernels_gpu.py \
+        tests/nvwavenet/test_benchmark.py
+}
+
+stage_sanitize() {
+    if ! command -v compute-sanitizer >/dev/null; then echo "compute-sanitizer not found"; return 2; fi
+    local status=0 tool
+    for tool in memcheck racecheck synccheck initcheck; do
+        echo "== compute-sanitizer --tool $tool"
+        # Without PyTorch's caching allocator each tensor is its own allocation, so memcheck sees its true end.
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 5 "${T_SANITIZER_TOOL:-120}" compute-sanitizer --tool "$tool" \
+            --error-exitcode 3 --print-limit 30 "$PYTHON" -m scripts.sanitize_nvwavenet \
+            >"$LOG_DIR/sanitize_$tool.log" 2>&1
+        local rc=$?
+        tail -n 12 "$LOG_DIR/sanitize_$tool.log"
+        echo "$tool exit status $rc"
+        [ $rc -eq 0 ] || status=1
+    done
+    return $status
+}
+
+stage_nvwavenet() {
+    PYTHON=$PYTHON bash scripts/benchmark_nvwavenet.sh --gpu-samples "${NVW_SAMPLES:-8192}" \
+        --max-batch "${NVW_MAX_BATCH:-512}" --output "$LOG_DIR/nvwavenet_benchmark.json"
+}
+
+stage_corpus() {
+    "$PYTHON" -m scripts.data.synthetic_corpus --output-dir "$DATA" --filelists-dir "$DATA/filelists" \
+        --num-utterances "${CORPUS_UTTERANCES:-500}"
+}
+
+# NVIDIA's A100 per-GPU batch sizes (platform/launch.sh): Tacotron 2 128 in every precision; WaveGlow 4 in TF32
+# and 10 with mixed precision (AMP's recipe, which our BF16 recipe follows).
+stage_training() {
+    local status=0 model precision flags batch
+    for model in Tacotron2 WaveGlow; do
+        for precision in ${TRAIN_PRECISIONS:-tf32 amp bf16}; do
+            case "$precision" in
+                tf32) flags=(--tf32) ;; fp32) flags=(--no-tf32) ;; amp) flags=(--amp) ;; bf16) flags=(--bf16) ;;
+                *) echo "unknown precision $precision"; return 2 ;;
+            esac
+            if [ "$model" = Tacotron2 ]; then
+                batch=${TACOTRON2_BATCH:-128}
+                flags+=(-lr 1e-3 --weight-decay 1e-6 --grad-clip-thresh 1.0)
+            else
+                case "$precision" in
+                    amp) batch=${WAVEGLOW_AMP_BATCH:-10} flags+=(--grad-clip-thresh 65504.0) ;;
+                    bf16) batch=${WAVEGLOW_AMP_BATCH:-10} flags+=(--grad-clip-thresh 3.4028234663852886e+38) ;;
+                    *) batch=${WAVEGLOW_BATCH:-4} flags+=(--grad-clip-thresh 3.4028234663852886e+38) ;;
+                esac
+                flags+=(-lr 1e-4 --weight-decay 0 --segment-length 8000 --cudnn-benchmark)
+            fi
+            echo "== $model $precision batch $batch"
+            timeout -k 5 "${T_TRAINING_RUN:-120}" "$PYTHON" -m scripts.benchmark_training \
+                --warmup "${TRAIN_WARMUP:-5}" --iterations "${TRAIN_ITERATIONS:-20}" \
+                --json "$LOG_DIR/training_${model}_${precision}.json" -- -m "$model" -o "$WORK_DIR/bench_$model" \
+                -d "$DATA" --training-files "$TRAIN_LIST" --validation-files "$VAL_LIST" --epochs 1 -bs "$batch" \
+                --num-workers 8 --quiet "${flags[@]}" ${EXTRA_TRAIN_FLAGS:-} || status=1
+        done
+    done
+    return $status
+}
+
+stage_nan() {
+    rm -rf "$WORK_DIR/nan_waveglow"
+    PYTHON=$PYTHON NUM_GPUS=1 PRECISION=amp BATCH_SIZE=${WAVEGLOW_AMP_BATCH:-10} EPOCHS="${NAN_EPOCHS:-7}" \
+        OUTPUT_DIR="$WORK_DIR/nan_waveglow" DATA_DIR="$DATA" bash scripts/train_waveglow.sh \
+        --training-files "$TRAIN_LIST" --validation-files "$VAL_LIST" --num-workers 8 --quiet \
+        --epochs-per-checkpoint 1000 ${EXTRA_TRAIN_FLAGS:-}
+    local rc=$?
+    cp "$WORK_DIR/nan_waveglow/nvlog.json" "$LOG_DIR/nan_waveglow_nvlog.json" 2>/dev/null
+    return $rc
+}
+
+stage_pipeline() {
+    # NVIDIA's latency table is WaveGlow 256 channels, batch 1 and 4, fp16 and fp32; then bf16, then 512 channels.
+    local status=0
+    DEVICE=gpu PYTHON=$PYTHON CHANNELS=256 PRECISIONS="fp16 fp32 bf16" BATCH_SIZES="1 4" \
+        REPEATS=${PIPELINE_REPEATS:-5} WARMUP=${PIPELINE_WARMUP:-2} OUTPUT="$LOG_DIR/pipeline.jsonl" \
+        bash scripts/benchmark_pipeline.sh || status=1
+    DEVICE=gpu PYTHON=$PYTHON CHANNELS=512 PRECISIONS="fp16 fp32" BATCH_SIZES="1" \
+        REPEATS=${PIPELINE_REPEATS:-5} WARMUP=${PIPELINE_WARMUP:-2} OUTPUT="$LOG_DIR/pipeline.jsonl" \
+        bash scripts/benchmark_pipeline.sh || status=1
+    return $status
+}
+
+if [ "${1:-}" = --stage ]; then
+    "stage_$2"
+    exit $?
+fi
+
+# ---- the driver ----------------------------------------------------------------------------------------------------
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=("${ALL_STAGES[@]}")
+for stage in "${stages[@]}"; do
+    [ -n "${LIMIT[$stage]:-}" ] || { echo "unknown stage '$stage' (${ALL_STAGES[*]})" >&2; exit 2; }
+done
+started=$SECONDS
+for stage in "${stages[@]}"; do
+    override=T_${stage^^}
+    limit=${!override:-${LIMIT[$stage]}}
+    left=$((DEADLINE - (SECONDS - started) - 15))
+    if [ "$left" -lt 20 ]; then
+        printf '%s\tnot run (deadline)\t0\n' "$stage" >>"$LOG_DIR/stages.tsv"
+        continue
+    fi
+    [ "$limit" -le "$left" ] || limit=$left
+    echo "=== $stage (limit ${limit} s) ==="
+    stage_start=$SECONDS
+    timeout -k 10 "$limit" bash "$0" --stage "$stage" 2>&1 | tee "$LOG_DIR/$stage.log"
+    rc=${PIPESTATUS[0]}
+    case $rc in 0) result=ok ;; 124|137) result="timed out" ;; *) result="failed ($rc)" ;; esac
+    printf '%s\t%s\t%d\n' "$stage" "$result" $((SECONDS - stage_start)) >>"$LOG_DIR/stages.tsv"
+    echo "=== $stage: $result in $((SECONDS - stage_start)) s ==="
+done
+"$PYTHON" -m scripts.gpu_checks_report "$LOG_DIR" | tee "$LOG_DIR/summary.md"

@@ -281,7 +281,7 @@ def phrases(tmp_path):
 
 def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):  # noqa: F811
     save_our_checkpoint(tmp_path / "h.pt")
-    for name, vocoder_flags in (("own_flag", ["--hifigan", str(tmp_path / "h.pt"), "-d", "0.005"]),
+    for name, vocoder_flags in (("own_flag", ["--hifigan", str(tmp_path / "h.pt"), "-d", "0.005", "--batch-size", "1"]),
                                 ("general", ["--vocoder", "hifigan", "--vocoder-checkpoint", str(tmp_path / "h.pt"),
                                              "--chunk-frames", "8", "--batch-size", "2"])):
         out = tmp_path / name
@@ -291,6 +291,14 @@ def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):  
             audio = read_wav(out / f"audio_{line}.wav")
             frames = torch.load(out / f"mel_{line}.pt").size(1)
             assert audio.numel() == frames * 256 and audio.abs().max() > 0
+    # the mels of text to wav at batch size 1 vocoded as files give the same wavs
+    inference.main(["-m", "HiFiGAN", "-i", str(tmp_path / "own_flag" / "mel_1.pt"), str(tmp_path / "own_flag" /
+                    "mel_2.pt"), "-o", str(tmp_path / "vocoded"), "--hifigan", str(tmp_path / "h.pt"), "-d", "0.005",
+                    "--cpu", "--quiet"])
+    for line in (1, 2):
+        difference = read_wav(tmp_path / "vocoded" / f"mel_{line}.wav") - read_wav(tmp_path / "own_flag" /
+                                                                                    f"audio_{line}.wav")
+        assert difference.abs().max() <= 1 / 32768  # at most a 16-bit rounding step
 
 
 def test_text_to_wav_refuses_a_hifigan_of_other_audio_parameters(tacotron2_checkpoint, phrases,  # noqa: F811

@@ -50,7 +50,7 @@ def test_platform_covers_every_machine_precision_and_gpu_count():
     names = {path.name for path in PLATFORM_FILES}
     for machine, precisions in {"DGX1": ["AMP", "FP32"], "DGXA100": ["AMP", "TF32"],
                                 "DGXH100": ["AMP", "BF16", "TF32"]}.items():
-        for model in ("tacotron2", "waveglow"):
+        for model in ("tacotron2", "waveglow", "hifigan"):
             for precision in precisions:
                 for gpus in (1, 4, 8):
                     assert f"{machine}_{model}_{precision}_{gpus}NGPU_train.sh" in names
@@ -98,6 +98,40 @@ def test_platform_scripts_resolve_to_nvidia_hyper_parameters(machine, model, pre
     else:
         assert (args.learning_rate, args.epochs, args.segment_length) == (1e-4, 1001, 8000)
         assert args.grad_clip_thresh == tuned_value and args.cudnn_benchmark
+
+
+# HiFi-GAN: NVIDIA's global batch of 128 as (per-GPU batch, gradient accumulation) per (machine, precision, GPUs).
+HIFIGAN_PLATFORM_VALUES = {
+    ("DGX1", "AMP", 1): (64, 2), ("DGX1", "FP32", 1): (32, 4), ("DGX1", "AMP", 4): (32, 1), ("DGX1", "FP32", 8): (16, 1),
+    ("DGXA100", "AMP", 1): (128, 1), ("DGXA100", "TF32", 1): (128, 1), ("DGXA100", "TF32", 4): (32, 1),
+    ("DGXA100", "AMP", 8): (16, 1), ("DGXH100", "BF16", 1): (128, 1), ("DGXH100", "TF32", 8): (16, 1),
+}
+
+
+@pytest.mark.parametrize("machine, precision, gpus", sorted(HIFIGAN_PLATFORM_VALUES),
+                         ids=[f"{m}_{p}_{g}" for m, p, g in sorted(HIFIGAN_PLATFORM_VALUES)])
+def test_hifigan_platform_scripts_resolve_to_nvidias_global_batch(machine, precision, gpus):
+    command, args = printed_command_and_args(ROOT / f"platform/{machine}_hifigan_{precision}_{gpus}NGPU_train.sh")
+    assert "-m HiFiGAN --training-files filelists/ljs_audio_text_train_filelist.txt" in command
+    assert (args.batch_size, args.grad_accumulation) == HIFIGAN_PLATFORM_VALUES[machine, precision, gpus]
+    assert args.batch_size * args.grad_accumulation * gpus == 128
+    assert (args.learning_rate, args.lr_decay, args.epochs, args.segment_size) == (3e-4, 0.9998, 6500, 8192)
+
+
+def test_hifigan_training_and_fine_tuning_scripts():
+    command, args = printed_command_and_args(ROOT / "scripts/train_hifigan.sh", environment={
+        "NUM_GPUS": "8", "PRECISION": "amp", "BATCH_SIZE": "16", "GRAD_ACCUMULATION": "2"})
+    assert "--nproc-per-node 8" in command and "--config-file configs/hifigan_nvidia.json" in command
+    assert (args.batch_size, args.grad_accumulation, args.amp, args.output) == (16, 2, True, "./output/hifigan")
+    command, args = printed_command_and_args(ROOT / "scripts/fine_tune_hifigan.sh", environment={
+        "FINE_TUNE_FROM": "output/hifigan/checkpoint_HiFiGAN_last.pt", "DATA_DIR": "data/ljs"})
+    assert args.fine_tune_from == "output/hifigan/checkpoint_HiFiGAN_last.pt"
+    assert (args.input_mels_dir, args.fine_tune_lr_factor, args.epochs) == ("data/ljs/mels-gta", 3.0, 3500)
+    assert args.learning_rate * args.fine_tune_lr_factor == pytest.approx(3e-4 * 0.9998 ** 6500 * 3, rel=1e-3)
+    assert args.output == "./output/hifigan_ft"  # not the base run's folder, whose checkpoints rotate
+    completed = subprocess.run(["bash", "scripts/fine_tune_hifigan.sh"], env=DRY_RUN_ENV, capture_output=True,
+                               text=True, cwd=ROOT)
+    assert completed.returncode == 2 and "set FINE_TUNE_FROM" in completed.stderr
 
 
 def test_platform_environment_overrides_the_preset():

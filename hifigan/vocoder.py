@@ -57,8 +57,8 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
                        help="stream: generate this many mel frames at a time (same audio; 0: whole utterances)")
     # WaveGlow's part defines the same denoiser flags when both vocoders are offered (text to wav); they are shared.
     if "--denoising-strength" not in parser._option_string_actions:
-        group.add_argument("-d", "--denoising-strength", type=float, default=0.0,
-                           help="0 turns the denoiser off (NVIDIA's default for HiFi-GAN; their example: 0.005)")
+        group.add_argument("-d", "--denoising-strength", type=float, default=None,
+                           help="0 (the default, NVIDIA's for HiFi-GAN) turns the denoiser off; their example: 0.005")
     if "--denoiser-mode" not in parser._option_string_actions:
         group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
                            help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's "
@@ -236,5 +236,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
     input_convention = getattr(args, "input_mel_convention", None) or MEL_TACOTRON
     check_mel_convention(convention, input_convention, args.allow_mel_convention_mismatch,
                          describe_source(path, flag), "the mels given to it")
-    return HiFiGANVocoder(generator, audio_params, convention, args.denoising_strength, args.denoiser_mode,
+    strength = 0.0 if args.denoising_strength is None else args.denoising_strength  # NVIDIA's default: off
+    return HiFiGANVocoder(generator, audio_params, convention, strength, args.denoiser_mode,
                           args.chunk_frames)

@@ -15,14 +15,19 @@ from common.checkpoint import load_trained_model
 from common.errors import UserError
 from common.layers import remove_weight_norm
 from common.registry import get_recipe
-from waveglow.denoiser import BIAS_MEL_VALUES, Denoiser
+from common.denoise import BIAS_MEL_VALUES
+from waveglow.denoiser import Denoiser
 from waveglow.model import WaveGlow
+
+
+DEFAULT_DENOISING_STRENGTH = 0.01  # NVIDIA's inference scripts for WaveGlow
 
 
 def add_inference_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WaveGlow vocoder")
     group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
-    group.add_argument("-d", "--denoising-strength", type=float, default=0.01, help="0 turns the denoiser off")
+    group.add_argument("-d", "--denoising-strength", type=float, default=None,
+                       help="0 turns the denoiser off (default: each vocoder's: WaveGlow 0.01, HiFi-GAN 0, as NVIDIA's)")
     group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
                        help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
     group.add_argument("--wn-channels", type=int, default=None,
@@ -64,5 +69,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
         model = model.to(torch.float16 if args.amp else torch.bfloat16)
     audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                     else defaults)
-    return WaveGlowVocoder(model, audio_params, args.sigma_infer, args.denoising_strength, args.denoiser_mode,
+    strength = DEFAULT_DENOISING_STRENGTH if args.denoising_strength is None else args.denoising_strength
+    return WaveGlowVocoder(model, audio_params, args.sigma_infer, strength, args.denoiser_mode,
                            args.seed)

@@ -151,8 +151,8 @@ def load_reference_generator_into(model: HiFiGAN, args: argparse.Namespace, sour
     """NVIDIA's or jik876's generator file, through hifigan/checkpoints.py."""
     from hifigan import checkpoints
 
-    generator, info = checkpoints.load_reference_generator(args.fine_tune_from,
-                                                           config=getattr(args, "hifigan_config", None))
+    generator, info = checkpoints.load_reference_generator(args.fine_tune_from, config=args.hifigan_config,
+                                                           flag="--fine-tune-from")
     load_model_state(model.generator, generator.state_dict(), source)
     print(f"{source}: fine-tuning a {info.get('format', 'published')} generator; it was trained on "
           f"{info.get('mel_convention', 'its own')} mels, this run feeds it common/audio.py's", flush=True)
@@ -162,9 +162,10 @@ def load_reference_discriminators_into(model: HiFiGAN, args: argparse.Namespace)
     from hifigan import checkpoints
 
     source = describe_source(args.fine_tune_discriminator_from, "--fine-tune-discriminator-from")
-    mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from)
-    load_model_state(model.mpd, mpd if isinstance(mpd, dict) else mpd.state_dict(), source)
-    load_model_state(model.msd, msd if isinstance(msd, dict) else msd.state_dict(), source)
+    mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from, args.mpd_periods,
+                                                         flag="--fine-tune-discriminator-from")
+    load_model_state(model.mpd, mpd.state_dict(), source)
+    load_model_state(model.msd, msd.state_dict(), source)
 
 
 # ---- the training step ---------------------------------------------------------------------------------------
@@ -216,6 +217,9 @@ def train_step(parts, batches: list[MelAudioBatch], args: argparse.Namespace, tr
     several the discriminators' phase generates under no_grad through the unwrapped generator and the generator's
     phase generates again. Every micro-batch weighs 1 / len(batches) (equal-size crops)."""
     model, loss = trainer.model, loss_for(args, trainer.device)
+    if trainer.iteration == 0:
+        # DDP gave every rank rank 0's generator after init_weights, so the average restarts from that one.
+        model.reset_ema()
     weight = 1.0 / len(batches)
     shared_forward = len(batches) == 1
     trainer.optimizers["discriminator"].zero_grad(set_to_none=True)

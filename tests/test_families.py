@@ -65,6 +65,12 @@ FAMILIES = {
                "--max-dilation", "4", "--segment-length", "1024"],
         learning_rate=3e-3, batch_size=4, seed=2,
         pinned_epoch_losses=[5.454670047760009, 5.382598781585694, 5.102499198913574]),  # ln 256 = 5.545 at chance
+    "HiFiGAN": Family(  # train_loss: the generator's (adversarial + 2 x feature matching + 45 x mel L1)
+        flags=["--upsample-rates", "8", "8", "4", "--upsample-kernel-sizes", "16", "16", "8",
+               "--upsample-initial-channel", "16", "--resblock", "2", "--resblock-kernel-sizes", "3",
+               "--resblock-dilation-sizes", "1,3", "--segment-size", "2048", "--ema-decay", "0.9"],
+        learning_rate=3e-3, batch_size=4, seed=4,
+        pinned_epoch_losses=[267.59590911865234, 112.9991958618164, 85.00829315185547]),
 }
 
 

@@ -1,0 +1,146 @@
+"""HiFi-GAN through the shared trainer: the D-then-G step with accumulation on 2 gloo ranks equals 1 process on the
+global batch, the EMA generator (started from the generator, saved, resumed, validated), fine-tuning from a
+checkpoint with a learning-rate factor, the per-epoch decay, and bf16. The tiny flags are tests/test_families.py's;
+its conformance test covers --dry-run, pinned losses with exact resume, and 2 ranks of batch B vs 1 of 2B."""
+import argparse
+
+import pytest
+import torch
+
+import train
+from common.arguments import parse_args
+from common.checkpoint import load_checkpoint
+from common.logger import read_dllogger_file
+from common.trainer import Trainer
+from hifigan.model import HiFiGAN
+from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
+from tests.test_families import run_args, train_on_two_processes
+from tests.training_runs import train_losses
+
+
+SHORT_CROPS = ("--segment-size", "768")  # 3 frames: enough for what these tests check, and faster
+
+
+def hifigan_args(corpus, output, *extra: str, batch_size: int | None = None) -> list[str]:
+    return run_args("HiFiGAN", corpus, output, *SHORT_CROPS, *extra, batch_size=batch_size)
+
+
+def parsed(argv: list[str]) -> argparse.Namespace:
+    return parse_args(train.build_parser("HiFiGAN"), argv)
+
+
+def records(log_file, key: str) -> list[dict]:
+    return [r["data"] for r in read_dllogger_file(log_file) if key in r["data"]]
+
+
+def test_two_ranks_accumulating_equal_one_process_on_the_global_batch(synthetic_corpus, tmp_path):
+    """2 ranks x batch 1 x accumulation 2 take the steps of 1 process x batch 2 x accumulation 2: the
+    discriminators' all-reduce on the last micro-batch, the generator recomputed in its phase, nothing reduced
+    twice (the per-step losses and the final weights agree)."""
+    extra = ("--grad-accumulation", "2", "--max-updates", "3")
+    ddp = tmp_path / "ddp"
+    ranks = train_on_two_processes(hifigan_args(synthetic_corpus, ddp, *extra, batch_size=1))
+    for key in ranks[0]:
+        assert torch.equal(ranks[0][key], ranks[1][key]), f"{key} differs between the ranks"
+    torch.set_num_threads(1)
+    single = tmp_path / "single"
+    train.main(hifigan_args(synthetic_corpus, single, *extra, batch_size=2))
+    ddp_records, single_records = records(ddp / "nvlog.json", "train_loss"), records(single / "nvlog.json",
+                                                                                   "train_loss")
+    assert len(ddp_records) == len(single_records) == 3
+    # Adam hides a gradient of the wrong scale in the weights, so the gradient norms are compared too.
+    for name in ("train_loss", "train_discriminator_loss", "train_mel_loss", "train_feature_matching_loss",
+                 "grad_norm_discriminator", "grad_norm_generator"):
+        assert [r[name] for r in ddp_records] == pytest.approx([r[name] for r in single_records], rel=1e-4), name
+    final = load_checkpoint(single / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    for key, value in ranks[0].items():
+        # Per tensor, not per element: where a gradient is ~0, Adam's normalised step turns rounding into a whole step.
+        assert torch.linalg.vector_norm(value - final[key]) <= 1e-4 * torch.linalg.vector_norm(final[key]), key
+
+
+def test_the_ema_starts_as_the_generator_averages_its_steps_and_resumes(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    trainer = Trainer(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "one", "--max-updates", "1",
+                                              "--ema-decay", "0.75")))
+    model: HiFiGAN = trainer.model
+    start = {key: value.clone() for key, value in model.generator.state_dict().items()}
+    for key, value in model.generator_ema.state_dict().items():
+        assert torch.equal(value, start[key]), key  # not a random draw of its own (the reference's EMA)
+    assert not any(p.requires_grad for p in model.generator_ema.parameters())
+    trainer.train()
+    live, average = model.generator.state_dict(), model.generator_ema.state_dict()
+    assert any(not torch.equal(live[key], average[key]) for key in live)
+    for key in live:  # one step: 0.75 x the start + 0.25 x the new weights
+        torch.testing.assert_close(average[key], 0.75 * start[key] + 0.25 * live[key])
+    validation = records(tmp_path / "one" / "nvlog.json", "val_ema_mel_l1")[-1]
+    assert validation["val_ema_mel_loss"] == pytest.approx(45 * validation["val_ema_mel_l1"])
+    assert validation["val_mel_loss"] == pytest.approx(45 * validation["val_mel_l1"])
+    assert validation["val_loss"] == pytest.approx(validation["val_mel_loss"], rel=1e-6)
+
+    # Saved and restored: stopping after 1 update and resuming to 3 gives the EMA of 3 straight updates.
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "straight", "--max-updates", "3"))
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "stopped", "--max-updates", "1"))
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "stopped", "--max-updates", "3",
+                        "--resume-from-last"))
+    straight = load_checkpoint(tmp_path / "straight" / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    resumed = load_checkpoint(tmp_path / "stopped" / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    assert any(key.startswith("generator_ema.") for key in straight)
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key
+    assert train_losses(tmp_path / "stopped" / "nvlog.json", 2) == train_losses(tmp_path / "straight" / "nvlog.json",
+                                                                                2)
+
+
+def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_rate(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "base", "--max-updates", "1"))
+    base = load_checkpoint(tmp_path / "base" / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "tuned", "--max-updates", "1",
+                           "--fine-tune-from", str(tmp_path / "base" / "checkpoint_HiFiGAN_last.pt"),
+                           "--fine-tune-lr-factor", "3"))
+    trainer = Trainer(RECIPE, args)
+    state = trainer.model.state_dict()
+    for key, value in base.items():
+        if not key.startswith("generator_ema."):
+            assert torch.equal(state[key], value), key
+    for key, value in trainer.model.generator.state_dict().items():  # the average starts at the tuned-from weights
+        assert torch.equal(state[f"generator_ema.{key}"], value)
+    for optimizer in trainer.optimizers.values():
+        assert [group["initial_lr"] for group in optimizer.param_groups] == [pytest.approx(3 * args.learning_rate)]
+
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "wrong", "--max-updates", "1",
+                           "--fine-tune-from", str(tmp_path / "base" / "checkpoint_HiFiGAN_last.pt"),
+                           "--upsample-initial-channel", "32"))
+    with pytest.raises(ValueError, match=r"--fine-tune-from .*checkpoint_HiFiGAN_last.pt do not fit the model"):
+        Trainer(RECIPE, args)
+
+
+def test_two_adamw_with_the_references_betas_and_decay_and_an_exponential_rate_per_epoch(synthetic_corpus, tmp_path):
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path, "--epochs", "1"))
+    assert args.weight_decay == 0.01 and args.grad_clip_thresh == 0 and args.lr_decay == 0.9998
+    model = RECIPE.build_model(RECIPE.model_config(args))
+    optimizers = build_optimizers(model, args)
+    assert sorted(optimizers) == ["discriminator", "generator"]
+    for name, parts in (("generator", [model.generator]), ("discriminator", [model.mpd, model.msd])):
+        optimizer = optimizers[name]
+        assert isinstance(optimizer, torch.optim.AdamW)
+        group = optimizer.param_groups[0]
+        assert group["betas"] == (0.8, 0.99) and group["weight_decay"] == 0.01 and group["lr"] == args.learning_rate
+        assert {id(p) for p in group["params"]} == {id(p) for part in parts for p in part.parameters()}
+    schedule = ExponentialDecay(0.9)
+    assert [schedule.multiplier(epoch, step=123) for epoch in range(3)] == pytest.approx([1.0, 0.9, 0.81])
+
+
+def test_the_learning_rate_decays_once_per_epoch(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    train.main(hifigan_args(synthetic_corpus, tmp_path, "--epochs", "2", "--lr-decay", "0.5", "-bs", "8"))
+    rates = [r["lr"] for r in records(tmp_path / "nvlog.json", "lr")]
+    assert rates == pytest.approx([3e-3, 3e-3, 1.5e-3, 1.5e-3])  # 22 items: 2 batches of 8 per epoch
+
+
+def test_bf16_trains_finite_steps(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    train.main(hifigan_args(synthetic_corpus, tmp_path, "--max-updates", "1", "--bf16", batch_size=2))
+    (record,) = records(tmp_path / "nvlog.json", "train_discriminator_loss")
+    assert all(torch.isfinite(torch.tensor(value)) for name, value in record.items() if "loss" in name)
+    assert records(tmp_path / "nvlog.json", "val_mel_l1")

@@ -1,7 +1,8 @@
 """HiFi-GAN through the shared trainer: the D-then-G step with accumulation on 2 gloo ranks equals 1 process on the
 global batch, the EMA generator (started from the generator, saved, resumed, validated), fine-tuning from a
 checkpoint with a learning-rate factor, the per-epoch decay, and bf16. The tiny flags are tests/test_families.py's;
-its conformance test covers --dry-run, pinned losses with exact resume, and 2 ranks of batch B vs 1 of 2B."""
+its conformance test covers --dry-run, pinned losses with exact resume, and 2 ranks of batch B vs 1 of 2B. Also:
+fine-tuning from NVIDIA's files, --input-mels-dir through train.py, and the validation report and sums."""
 import argparse
 
 import pytest
@@ -9,14 +10,17 @@ import torch
 
 import train
 from common.arguments import parse_args
+from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_checkpoint
+from common.filelist import read_filelist
 from common.logger import read_dllogger_file
 from common.trainer import Trainer
+from hifigan.arg_parser import GENERATOR_KEYS
+from hifigan.checkpoints import discriminator_state_to_reference, generator_state_to_reference
 from hifigan.model import HiFiGAN
 from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
 from tests.test_families import run_args, train_on_two_processes
 from tests.training_runs import train_losses
-
 
 SHORT_CROPS = ("--segment-size", "768")  # 3 frames: enough for what these tests check, and faster
 
@@ -144,3 +148,67 @@ def test_bf16_trains_finite_steps(synthetic_corpus, tmp_path):
     (record,) = records(tmp_path / "nvlog.json", "train_discriminator_loss")
     assert all(torch.isfinite(torch.tensor(value)) for name, value in record.items() if "loss" in name)
     assert records(tmp_path / "nvlog.json", "val_mel_l1")
+
+
+def test_fine_tuning_from_nvidias_generator_and_discriminator_files(synthetic_corpus, tmp_path):
+    """Our weights written in NVIDIA's layout (nested resblocks, weight_g/weight_v, module. prefixes, spectral-norm
+    weight_orig/_u/_v) are where a fine-tune starts."""
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "run", "--max-updates", "1"))
+    source = RECIPE.build_model(RECIPE.model_config(args))
+    generator_config = RECIPE.model_config(args)["generator"]
+    torch.save({"generator": {f"module.{k}": v for k, v in
+                              generator_state_to_reference(source.generator.state_dict(), num_kernels=1).items()},
+                "config": {key: generator_config[key] for key in GENERATOR_KEYS}},
+               tmp_path / "hifigan_gen_checkpoint_6500.pt")
+    torch.save({"mpd": discriminator_state_to_reference(source.mpd.state_dict()),
+                "msd": discriminator_state_to_reference(source.msd.state_dict())},
+               tmp_path / "hifigan_discrim_checkpoint_6500.pt")
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "run", "--max-updates", "1",
+                               "--fine-tune-from", str(tmp_path / "hifigan_gen_checkpoint_6500.pt"),
+                               "--fine-tune-discriminator-from", str(tmp_path / "hifigan_discrim_checkpoint_6500.pt")))
+    trainer = Trainer(RECIPE, args)
+    tuned = trainer.model.state_dict()
+    for key, value in source.state_dict().items():
+        if not key.startswith("generator_ema."):
+            assert torch.equal(tuned[key], value), key
+
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "run", "--max-updates", "1", "--fine-tune-discriminator-from",
+                               str(tmp_path / "hifigan_discrim_checkpoint_6500.pt")))
+    with pytest.raises(ValueError, match=r"--fine-tune-discriminator-from needs --fine-tune-from"):
+        Trainer(RECIPE, args)
+
+
+def test_input_mels_dir_trains_on_the_given_mels(synthetic_corpus, tmp_path):
+    """GTA mels that are the audio's own mels train exactly as the computed ones; the audio (and so the loss mel)
+    is the wav's either way."""
+    torch.set_num_threads(1)
+    mels = tmp_path / "mels"
+    mels.mkdir()
+    mel_spectrogram = MelSpectrogram(AudioParams())
+    for entry in read_filelist(synthetic_corpus.train_filelist, synthetic_corpus.dataset_dir, need_text=False):
+        torch.save(mel_spectrogram(load_wav(entry.path, 22050))[0], mels / f"{entry.path.stem}.pt")
+    for entry in read_filelist(synthetic_corpus.val_filelist, synthetic_corpus.dataset_dir, need_text=False):
+        torch.save(mel_spectrogram(load_wav(entry.path, 22050))[0], mels / f"{entry.path.stem}.pt")
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "computed", "--max-updates", "2"))
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "given", "--max-updates", "2", "--input-mels-dir", str(mels)))
+    computed, given = records(tmp_path / "computed" / "nvlog.json", "train_loss"), records(
+        tmp_path / "given" / "nvlog.json", "train_loss")
+    assert [r["train_loss"] for r in given] == pytest.approx([r["train_loss"] for r in computed], rel=1e-4)
+
+
+def test_the_validation_report_has_the_audio_and_the_mels(synthetic_corpus, tmp_path):
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path, "--max-updates", "1", "--ema-decay", "0.5"))
+    model = RECIPE.build_model(RECIPE.model_config(args)).eval()
+    splits = RECIPE.build_data(args, AudioParams.from_args(args))
+    batch = splits.collate([splits.validation[0]])
+    with torch.no_grad():
+        report = RECIPE.validation_report(model, batch, args)
+        sums = RECIPE.validation_sums(model, batch, args)
+    assert sorted(report["audio"]) == ["generated", "generated_ema", "ground_truth"]
+    assert report["audio"]["generated"].shape == batch.audio[0].shape
+    assert sorted(report["images"]) == ["mel_generated", "mel_input"]
+    assert report["images"]["mel_input"].ndim == 3 and report["images"]["mel_input"].shape[2] == 3
+    assert sums["mel_elements"] == sums["ema_mel_elements"] == 80 * (1 + batch.audio.shape[1] // 256)
+    metrics = RECIPE.validation_metrics({name: 2 * value for name, value in sums.items()})  # two ranks' sums
+    assert metrics["val_mel_l1"] == pytest.approx(sums["mel_abs_error"] / sums["mel_elements"])
+    assert metrics["val_ema_mel_loss"] == pytest.approx(45 * sums["ema_mel_abs_error"] / sums["ema_mel_elements"])

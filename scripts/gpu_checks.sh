@@ -17,6 +17,11 @@
 #   nan        scripts/train_waveglow.sh PRECISION=amp for NAN_EPOCHS epochs: non-finite losses and skipped steps
 #   pipeline   scripts/benchmark_pipeline.sh on the GPU: Tacotron 2 + WaveGlow + denoiser, random weights at
 #              NVIDIA's sizes, 600 frames per utterance                             -> pipeline.jsonl
+#   trainer    the shared trainer's whole loop on CUDA through train.py: Tacotron 2 with --amp by updates (validation
+#              and checkpoints every N updates), stopped and resumed; the two curves are compared -> trainer_resume.json
+#   hifigan    scripts/benchmark_hifigan.sh on the GPU (generator inference grid, training step at batch 16 in TF32,
+#              then --amp and --bf16), and HIFIGAN_UPDATES updates of HiFi-GAN with --amp through train.py (two
+#              loss scalers): non-finite losses and skipped steps              -> hifigan_*.json
 #
 # Environment:
 #   PYTHON      interpreter (default .venv/bin/python, else python3)
@@ -42,9 +47,9 @@ fi
 LOG_DIR=$(mkdir -p "${LOG_DIR:-output/gpu_checks}" && cd "${LOG_DIR:-output/gpu_checks}" && pwd)
 WORK_DIR=${WORK_DIR:-/tmp/gpu_checks}
 DEADLINE=${DEADLINE:-3600}
-ALL_STAGES=(env build test sanitize nvwavenet corpus training nan pipeline)
+ALL_STAGES=(env build test sanitize nvwavenet corpus training nan pipeline trainer hifigan)
 declare -A LIMIT=([env]=60 [build]=600 [test]=300 [sanitize]=400 [nvwavenet]=900 [corpus]=120 [training]=600
-                  [nan]=300 [pipeline]=900)
+                  [nan]=300 [pipeline]=900 [trainer]=240 [hifigan]=420)
 export PYTHON LOG_DIR WORK_DIR REPO
 export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
 mkdir -p "$WORK_DIR"
@@ -182,6 +187,50 @@ stage_pipeline() {
     DEVICE=gpu PYTHON=$PYTHON CHANNELS=512 PRECISIONS="fp16 fp32" BATCH_SIZES="1" \
         REPEATS=${PIPELINE_REPEATS:-5} WARMUP=${PIPELINE_WARMUP:-2} OUTPUT="$LOG_DIR/pipeline.jsonl" \
         bash scripts/benchmark_pipeline.sh || status=1
+    return $status
+}
+
+stage_trainer() {
+    local run=(-m Tacotron2 -d "$DATA" --training-files "$TRAIN_LIST" --validation-files "$VAL_LIST" -bs 32 -lr 1e-3
+               --amp --epochs 100 --val-interval-updates 10 --save-interval-updates 15 --num-workers 4 --quiet)
+    rm -rf "$WORK_DIR/trainer_straight" "$WORK_DIR/trainer_stopped"
+    "$PYTHON" train.py "${run[@]}" -o "$WORK_DIR/trainer_straight" --max-updates 40 || return 1
+    "$PYTHON" train.py "${run[@]}" -o "$WORK_DIR/trainer_stopped" --max-updates 22 || return 1
+    "$PYTHON" train.py "${run[@]}" -o "$WORK_DIR/trainer_stopped" --max-updates 40 --resume-from-last || return 1
+    "$PYTHON" - "$WORK_DIR/trainer_straight/nvlog.json" "$WORK_DIR/trainer_stopped/nvlog.json" <<'EOF'
+import json, math, os, sys
+from common.logger import read_dllogger_file
+straight, resumed = ([(r["step"], r["data"]["train_loss"]) for r in read_dllogger_file(path)
+                      if isinstance(r["step"], list) and len(r["step"]) == 2 and "train_loss" in r["data"]]
+                     for path in sys.argv[1:])
+result = {"updates": [len(straight), len(resumed)], "equal_steps": sum(a == b for a, b in zip(straight, resumed)),
+          "max_difference": max(abs(a[1] - b[1]) for a, b in zip(straight, resumed)),
+          "finite": all(math.isfinite(loss) for _, loss in straight + resumed),
+          "first_loss": straight[0][1], "last_loss": straight[-1][1]}
+print(json.dumps(result))
+open(os.path.join(os.environ["LOG_DIR"], "trainer_resume.json"), "w").write(json.dumps(result, indent=2))
+sys.exit(0 if len(straight) == len(resumed) == 40 and result["finite"] else 1)
+EOF
+}
+
+stage_hifigan() {
+    local status=0 precision
+    DEVICE=gpu PYTHON=$PYTHON DATA_DIR="$DATA" FILELISTS="$DATA/filelists" OUTPUT_DIR="$LOG_DIR" BATCH_SIZE=16 \
+        REPEATS=${HIFIGAN_REPEATS:-10} WARMUP=3 ITERATIONS=${TRAIN_ITERATIONS:-20} \
+        bash scripts/benchmark_hifigan.sh || status=1
+    for precision in amp bf16; do
+        echo "== HiFi-GAN training step, --$precision, batch 16"
+        timeout -k 5 "${T_TRAINING_RUN:-120}" "$PYTHON" -m scripts.benchmark_training --warmup 3 \
+            --iterations "${TRAIN_ITERATIONS:-20}" --json "$LOG_DIR/hifigan_training_$precision.json" -- \
+            -m HiFiGAN -o "$WORK_DIR/bench_hifigan" -d "$DATA" --training-files "$TRAIN_LIST" \
+            --validation-files "$VAL_LIST" -bs 16 --segment-size 8192 -lr 3e-4 --epochs 1 --num-workers 8 --quiet \
+            "--$precision" || status=1
+    done
+    rm -rf "$WORK_DIR/hifigan_amp"
+    "$PYTHON" train.py -m HiFiGAN --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan_amp" -d "$DATA" \
+        --training-files "$TRAIN_LIST" --validation-files "$VAL_LIST" --amp --max-updates "${HIFIGAN_UPDATES:-150}" \
+        --num-workers 8 --quiet || status=1
+    cp "$WORK_DIR/hifigan_amp/nvlog.json" "$LOG_DIR/hifigan_amp_nvlog.json" 2>/dev/null
     return $status
 }
 

@@ -96,6 +96,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                               help="dilations of each residual block, e.g. [[1,3,5],[1,3,5],[1,3,5]]")
     architecture.add_argument("--mpd-periods", "--mpd_periods", action=IntListAction, default=[2, 3, 5, 7, 11],
                               help="periods of the multi-period discriminator")
+    architecture.add_argument("--discriminator-width-divisor", type=int, default=1, choices=[1, 2, 4, 8],
+                              help="divide the discriminators' channels (small experiments, tests; published: 1)")
 
 
 def read_hifigan_config(path: str | Path, args: argparse.Namespace | None = None) -> dict:
@@ -167,8 +169,11 @@ def generator_config(args: argparse.Namespace) -> dict:
 
 def model_config(args: argparse.Namespace) -> dict:
     """HiFiGAN's constructor arguments (saved in every checkpoint)."""
-    return {"generator": generator_config(args), "mpd_periods": list(args.mpd_periods),
-            "ema": getattr(args, "ema_decay", 0.0) > 0}
+    config = {"generator": generator_config(args), "mpd_periods": list(args.mpd_periods),
+              "ema": getattr(args, "ema_decay", 0.0) > 0}
+    if args.discriminator_width_divisor != 1:  # recorded only when used, so full-size configs keep their keys
+        config["discriminator_width_divisor"] = args.discriminator_width_divisor
+    return config
 
 
 def config_from_reference(config: dict) -> dict:

@@ -204,15 +204,15 @@ def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:
 
 
 def load_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
-                                  use_ema: bool = False
+                                  use_ema: bool = False, width_divisor: int = 1
                                   ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator]:
     """Build and load MPD and MSD from NVIDIA's hifigan_discrim_checkpoint_*.pt or jik876's do_* file."""
-    mpd, msd, _ = read_reference_discriminators(path, mpd_periods, flag, use_ema)
+    mpd, msd, _ = read_reference_discriminators(path, mpd_periods, flag, use_ema, width_divisor)
     return mpd, msd
 
 
 def read_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
-                                  use_ema: bool = False
+                                  use_ema: bool = False, width_divisor: int = 1
                                   ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator, dict]:
     """load_reference_discriminators plus the file's training state: (mpd, msd, info) with info: format, and what
     the file has of optim_g, optim_d, scaler_g, scaler_d,
@@ -226,7 +226,8 @@ def read_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11)
         raise UserError(f"{source} has no {' or '.join(repr(key) for key in missing)} entry (keys: "
                         f"{sorted(checkpoint)[:12]}); give a HiFi-GAN discriminator file (NVIDIA's "
                         "hifigan_discrim_checkpoint_*.pt or jik876's do_*)")
-    mpd, msd = MultiPeriodDiscriminator(mpd_periods), MultiScaleDiscriminator()
+    mpd = MultiPeriodDiscriminator(mpd_periods, width_divisor=width_divisor)
+    msd = MultiScaleDiscriminator(width_divisor=width_divisor)
     load_model_state(mpd, discriminator_state_from_reference(checkpoint["mpd" + suffix]), f"{source} ('mpd')")
     load_model_state(msd, discriminator_state_from_reference(checkpoint["msd" + suffix]), f"{source} ('msd')")
     info = {"format": checkpoint_format(checkpoint)}

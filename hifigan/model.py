@@ -149,16 +149,16 @@ class DiscriminatorP(nn.Module):
     """Looks at every `period`-th sample: audio (B, 1, T) reflect-padded to a multiple of the period and folded
     into (B, 1, T / period, period); 2-d convolutions with (k, 1) kernels then treat the columns independently."""
 
-    def __init__(self, period: int, kernel_size: int = 5, stride: int = 3):
+    def __init__(self, period: int, kernel_size: int = 5, stride: int = 3, width_divisor: int = 1):
         super().__init__()
         self.period = period
-        channels = [1, 32, 128, 512, 1024]
+        channels = [1] + [width // width_divisor for width in (32, 128, 512, 1024)]
         padding = (same_padding(kernel_size), 0)
         self.convs = nn.ModuleList(
             weight_norm(nn.Conv2d(c_in, c_out, (kernel_size, 1), (stride, 1), padding=padding))
             for c_in, c_out in zip(channels[:-1], channels[1:]))
-        self.convs.append(weight_norm(nn.Conv2d(1024, 1024, (kernel_size, 1), 1, padding=padding)))
-        self.conv_post = weight_norm(nn.Conv2d(1024, 1, (3, 1), 1, padding=(1, 0)))
+        self.convs.append(weight_norm(nn.Conv2d(channels[-1], channels[-1], (kernel_size, 1), 1, padding=padding)))
+        self.conv_post = weight_norm(nn.Conv2d(channels[-1], 1, (3, 1), 1, padding=(1, 0)))
 
     def forward(self, audio: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         batch_size, channels, length = audio.shape
@@ -177,9 +177,9 @@ class DiscriminatorP(nn.Module):
 class MultiPeriodDiscriminator(nn.Module):
     """One DiscriminatorP per period; returns (scores, feature maps), one entry per period."""
 
-    def __init__(self, periods=(2, 3, 5, 7, 11)):
+    def __init__(self, periods=(2, 3, 5, 7, 11), width_divisor: int = 1):
         super().__init__()
-        self.discriminators = nn.ModuleList(DiscriminatorP(period) for period in periods)
+        self.discriminators = nn.ModuleList(DiscriminatorP(period, width_divisor=width_divisor) for period in periods)
 
     def forward(self, audio: torch.Tensor) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
         scores, feature_maps = [], []
@@ -197,13 +197,14 @@ class DiscriminatorS(nn.Module):
     LAYERS = [(1, 128, 15, 1, 1), (128, 128, 41, 2, 4), (128, 256, 41, 2, 16), (256, 512, 41, 4, 16),
               (512, 1024, 41, 4, 16), (1024, 1024, 41, 1, 16), (1024, 1024, 5, 1, 1)]
 
-    def __init__(self, spectral_norm: bool = False):
+    def __init__(self, spectral_norm: bool = False, width_divisor: int = 1):
         super().__init__()
         norm = nn.utils.parametrizations.spectral_norm if spectral_norm else weight_norm
         self.convs = nn.ModuleList(
-            norm(nn.Conv1d(c_in, c_out, kernel, stride, groups=groups, padding=same_padding(kernel)))
+            norm(nn.Conv1d(max(c_in // width_divisor, 1), c_out // width_divisor, kernel, stride, groups=groups,
+                           padding=same_padding(kernel)))
             for c_in, c_out, kernel, stride, groups in self.LAYERS)
-        self.conv_post = norm(nn.Conv1d(1024, 1, 3, 1, padding=1))
+        self.conv_post = norm(nn.Conv1d(1024 // width_divisor, 1, 3, 1, padding=1))
 
     def forward(self, audio: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         x = audio
@@ -223,9 +224,11 @@ class MultiScaleDiscriminator(nn.Module):
     pool_padding: NVIDIA pools with padding 1 (the default here); jik876's code pads by 2. Neither has parameters,
     so both sets of weights load either way; only the pooled lengths (and so the scores) differ slightly."""
 
-    def __init__(self, pool_padding: int = 1):
+    def __init__(self, pool_padding: int = 1, width_divisor: int = 1):
         super().__init__()
-        self.discriminators = nn.ModuleList([DiscriminatorS(spectral_norm=True), DiscriminatorS(), DiscriminatorS()])
+        self.discriminators = nn.ModuleList([DiscriminatorS(spectral_norm=True, width_divisor=width_divisor),
+                                             DiscriminatorS(width_divisor=width_divisor),
+                                             DiscriminatorS(width_divisor=width_divisor)])
         self.meanpools = nn.ModuleList([nn.AvgPool1d(4, 2, padding=pool_padding) for _ in range(2)])
 
     def forward(self, audio: torch.Tensor) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
@@ -241,14 +244,20 @@ class MultiScaleDiscriminator(nn.Module):
 
 class HiFiGAN(nn.Module):
     """Everything that trains, in one module so one state dict holds it: generator, MPD, MSD and optionally an
-    exponential moving average of the generator (not trained by gradients; updated with update_ema)."""
+    exponential moving average of the generator (not trained by gradients; updated with update_ema).
 
-    def __init__(self, generator: dict, mpd_periods=(2, 3, 5, 7, 11), ema: bool = False):
+    discriminator_width_divisor divides every hidden channel count of both discriminators (1, 2, 4 or 8: the MSD's
+    16 groups need 16 channels), for small experiments and fast tests; the published models use 1."""
+
+    def __init__(self, generator: dict, mpd_periods=(2, 3, 5, 7, 11), ema: bool = False,
+                 discriminator_width_divisor: int = 1):
         super().__init__()
+        if discriminator_width_divisor not in (1, 2, 4, 8):
+            raise ValueError(f"discriminator width divisor must be 1, 2, 4 or 8, got {discriminator_width_divisor}")
         self.generator_config = dict(generator)
         self.generator = Generator(**generator)
-        self.mpd = MultiPeriodDiscriminator(mpd_periods)
-        self.msd = MultiScaleDiscriminator()
+        self.mpd = MultiPeriodDiscriminator(mpd_periods, width_divisor=discriminator_width_divisor)
+        self.msd = MultiScaleDiscriminator(width_divisor=discriminator_width_divisor)
         self.generator_ema = None
         if ema:
             self.generator_ema = copy.deepcopy(self.generator)

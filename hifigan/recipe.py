@@ -163,7 +163,8 @@ def load_reference_discriminators_into(model: HiFiGAN, args: argparse.Namespace)
 
     source = describe_source(args.fine_tune_discriminator_from, "--fine-tune-discriminator-from")
     mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from, args.mpd_periods,
-                                                         flag="--fine-tune-discriminator-from")
+                                                         flag="--fine-tune-discriminator-from",
+                                                         width_divisor=args.discriminator_width_divisor)
     load_model_state(model.mpd, mpd.state_dict(), source)
     load_model_state(model.msd, msd.state_dict(), source)
 

@@ -41,6 +41,7 @@ class Family:
     pinned_epoch_losses: list[float]  # mean train_loss of epochs 1-3, pinned on the CPU reference machine
     ddp_equal: bool = True  # 2 processes of batch B take the steps of 1 process of batch 2B
     ddp_unequal_reason: str = ""  # why not, when ddp_equal is False (then 2 ranks must still agree and train)
+    ddp_rel_tolerance: float = 1e-4  # how far apart the two curves may drift by float rounding alone
 
 
 FAMILIES = {
@@ -68,9 +69,13 @@ FAMILIES = {
     "HiFiGAN": Family(  # train_loss: the generator's (adversarial + 2 x feature matching + 45 x mel L1)
         flags=["--upsample-rates", "8", "8", "4", "--upsample-kernel-sizes", "16", "16", "8",
                "--upsample-initial-channel", "16", "--resblock", "2", "--resblock-kernel-sizes", "3",
-               "--resblock-dilation-sizes", "1,3", "--segment-size", "2048", "--ema-decay", "0.9"],
-        learning_rate=3e-3, batch_size=4, seed=4,
-        pinned_epoch_losses=[267.59590911865234, 112.9991958618164, 85.00829315185547]),
+               "--resblock-dilation-sizes", "1,3", "--segment-size", "2048", "--ema-decay", "0.9",
+               "--discriminator-width-divisor", "8"],
+        learning_rate=1e-2, batch_size=4, seed=4,
+        pinned_epoch_losses=[103.09199523925781, 80.90262298583984, 75.49984893798828],
+        # Two players at lr 1e-2 amplify the different rounding of DDP's averaged gradients: 3e-4 by step 10, from
+        # 1e-6 at the first steps.
+        ddp_rel_tolerance=1e-3),
 }
 
 
@@ -175,4 +180,4 @@ def test_two_processes_agree_and_train_as_one_on_the_global_batch(name, syntheti
     train.main(run_args(name, synthetic_corpus, tmp_path / "single", "--epochs", "2"))
     single_losses = train_losses(tmp_path / "single" / "nvlog.json", 2)
     assert len(ddp_losses) == len(single_losses) >= 6
-    assert ddp_losses == pytest.approx(single_losses, rel=1e-4, abs=1e-5)
+    assert ddp_losses == pytest.approx(single_losses, rel=family.ddp_rel_tolerance, abs=1e-5)

@@ -246,3 +246,20 @@ def test_bad_hifigan_config_names_the_file(tmp_path, content, message):
 def test_missing_hifigan_config_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         arg_parser.model_config(parser().parse_args(["--hifigan-config", str(tmp_path / "nope.json")]))
+
+
+def test_narrow_discriminators_keep_every_layer_and_output_shape():
+    audio = torch.randn(2, 1, 2048)
+    full = HiFiGAN({"upsample_initial_channel": 16})
+    narrow = HiFiGAN({"upsample_initial_channel": 16}, discriminator_width_divisor=8)
+    for name in ("mpd", "msd"):
+        full_scores, full_maps = getattr(full, name)(audio)
+        narrow_scores, narrow_maps = getattr(narrow, name)(audio)
+        assert [s.shape for s in narrow_scores] == [s.shape for s in full_scores]
+        assert [len(maps) for maps in narrow_maps] == [len(maps) for maps in full_maps]
+        assert all(n.shape[1] * 8 == f.shape[1] for fs, ns in zip(full_maps, narrow_maps)
+                   for f, n in zip(fs[:-1], ns[:-1]))  # hidden channels divided; the score map keeps 1
+    count = lambda module: sum(p.numel() for p in module.parameters())  # noqa: E731
+    assert count(narrow.mpd) + count(narrow.msd) < (count(full.mpd) + count(full.msd)) / 40
+    with pytest.raises(ValueError, match="1, 2, 4 or 8"):
+        HiFiGAN({"upsample_initial_channel": 16}, discriminator_width_divisor=16)

@@ -57,7 +57,7 @@ class AudioCropDataset(Dataset):
             raise UserError(f"--segment-length must be positive, got {segment_length}")
         if hop_aligned and segment_length % audio.hop_length:
             raise UserError(f"--segment-length ({segment_length}) must be a multiple of --hop-length "
-                             f"({audio.hop_length}): one mel frame per hop of audio")
+                            f"({audio.hop_length}): one mel frame per hop of audio")
         self.entries = read_filelist(filelist, dataset_path, need_text=False)
         for entry in self.entries:  # fail at start-up, not hours into training
             if not entry.path.is_file():

@@ -98,3 +98,7 @@ class Recipe:
     # The `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's keys, so
     # that their files build the right model without model flags on the command line.
     config_from_reference: Callable[[dict], dict] | None = None
+    # (path, the file's contents, trainer) -> a training checkpoint of this project, for --checkpoint-path with
+    # another implementation's training file (HiFi-GAN: NVIDIA's and jik876's generator + discriminator files);
+    # raises UserError saying why a file cannot be resumed.
+    training_state_from_reference: Callable[[Any, dict, Any], dict] | None = None

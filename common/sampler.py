@@ -81,7 +81,7 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         too_long = torch.nonzero(self.lengths > max_tokens).flatten().tolist()
         if too_long:
             raise UserError(f"{len(too_long)} item(s) are longer than --max-tokens {max_tokens} (item {too_long[0]}: "
-                             f"{int(self.lengths[too_long[0]])}); raise --max-tokens or filter the data by length")
+                            f"{int(self.lengths[too_long[0]])}); raise --max-tokens or filter the data by length")
         self.max_tokens, self.max_batch_size = max_tokens, max_batch_size
         self.shuffle, self.drop_uneven = shuffle, drop_uneven
         self.seed, self.rank, self.world_size = seed, rank, world_size
@@ -89,7 +89,7 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         self.skip_batches = 0
         if len(self._all_batches()) < world_size and drop_uneven:
             raise UserError(f"{len(self.lengths)} items make fewer than one batch of --max-tokens {max_tokens} for "
-                             f"each of {world_size} ranks; lower --max-tokens or add data")
+                            f"each of {world_size} ranks; lower --max-tokens or add data")
 
     def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
         self.epoch, self.skip_batches = epoch, skip_batches

@@ -100,10 +100,12 @@ def training_state(trainer, rng_states: list) -> dict:
 def restore_training_state(trainer, path: Path, flag: str) -> None:
     """Load `path` (given by `flag`) into the trainer's model, optimizers, scaler, progress counters and RNGs."""
     state = ckpt.load_checkpoint(path, expected_model=trainer.recipe.name, flag=flag)
+    if "model_name" not in state and trainer.recipe.training_state_from_reference is not None:
+        state = trainer.recipe.training_state_from_reference(Path(path), state, trainer)
     for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
         if key not in state:
             raise UserError(f"{path} is not a training checkpoint of this project (no '{key}'); "
-                             "to start from its weights use it for inference or fine-tuning instead")
+                            "to start from its weights use it for inference or fine-tuning instead")
     if state["model_config"] != trainer.model_config:
         changed = sorted(key for key in set(state["model_config"]) | set(trainer.model_config)
                          if state["model_config"].get(key) != trainer.model_config.get(key))
@@ -112,21 +114,27 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     ckpt.load_model_state(trainer.model, ckpt.model_state_from_checkpoint(state), str(path))
     if sorted(state["optimizers"]) != sorted(trainer.optimizers):
         raise UserError(f"{path} holds optimizers {sorted(state['optimizers'])}, this run has "
-                         f"{sorted(trainer.optimizers)}")
+                        f"{sorted(trainer.optimizers)}")
     for name, optimizer in trainer.optimizers.items():
         optimizer.load_state_dict(state["optimizers"][name])
+        for group in optimizer.param_groups:  # a file from another implementation may not carry it
+            group.setdefault("initial_lr", trainer.args.learning_rate)
     for name, scaler in trainer.scalers.items():  # checkpoints before 2026-11 held one scaler for every optimizer
-        scaler.load_state_dict(state["scalers"][name] if "scalers" in state else state["scaler"])
+        saved = state["scalers"][name] if "scalers" in state else state["scaler"]
+        if saved:  # an empty state (a run without loss scaling) leaves this run's scaler as it is
+            scaler.load_state_dict(saved)
     trainer.epoch, trainer.iteration = state["epoch"], state["iteration"]
     trainer.batches_done_in_epoch = state["batches_done_in_epoch"]
     trainer.epoch_sums = state["epoch_sums"].clone()
     trainer.skipped_steps = state["skipped_steps"]
     rank, world_size = trainer.context.rank, trainer.context.world_size
-    if state["world_size"] == world_size:
+    if state["world_size"] == world_size and state["rng_states"]:
         set_rng_state(rng_state_from_checkpoint(state["rng_states"][rank]))
     else:
-        print(f"resuming on {world_size} ranks from a {state['world_size']}-rank checkpoint: "
-              "RNG streams are re-seeded, so the run will not match the original exactly", flush=True)
+        reason = (f"a {state['world_size']}-rank checkpoint" if state["rng_states"]
+                  else "a checkpoint without this project's RNG states")
+        print(f"resuming on {world_size} ranks from {reason}: RNG streams are re-seeded, so the run will not "
+              "match the original exactly", flush=True)
         seed_everything(trainer.args.seed + 7919 * trainer.epoch + rank)
     print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
           f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)

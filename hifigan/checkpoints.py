@@ -276,8 +276,9 @@ def hifigan_state_from_reference(generator_path: str | Path, discriminator_path:
     msd, and generator_ema from NVIDIA's gen_ema when both exist, else the generator's weights); returns the
     discriminator file's info (optimizer states, steps, epoch) for a recipe that resumes training from them."""
     generator, _ = load_reference_generator(generator_path, config=_container_generator_config(model))
-    mpd, msd, info = read_reference_discriminators(discriminator_path,
-                                                   [d.period for d in model.mpd.discriminators])
+    width_divisor = 32 // model.mpd.discriminators[0].convs[0].out_channels  # the first MPD conv has 32 at full width
+    mpd, msd, info = read_reference_discriminators(discriminator_path, [d.period for d in model.mpd.discriminators],
+                                                   width_divisor=width_divisor)
     model.generator.load_state_dict(generator.state_dict())
     model.mpd.load_state_dict(mpd.state_dict())
     model.msd.load_state_dict(msd.state_dict())
@@ -297,3 +298,60 @@ def _container_generator_config(model: nn.Module) -> dict:
     if config is None:
         raise UserError("the HiFiGAN model does not record its generator config")
     return config
+
+
+def companion_discriminator_file(generator_path: Path) -> Path:
+    """Where a reference generator file's discriminator file lies: NVIDIA's hifigan_gen_checkpoint_E.pt beside
+    hifigan_discrim_checkpoint_E.pt, jik876's g_N beside do_N."""
+    name = generator_path.name
+    if "_gen_" in name:
+        return generator_path.with_name(name.replace("_gen_", "_discrim_", 1))
+    if name.startswith("g_"):
+        return generator_path.with_name("do_" + name[len("g_"):])
+    raise UserError(f"{generator_path}: cannot tell its discriminator file from the name (NVIDIA's "
+                    "hifigan_gen_checkpoint_E.pt or jik876's g_N); rename it so, with the discriminator file beside it")
+
+
+def training_state_from_reference(path: Path, checkpoint: dict, trainer) -> dict:
+    """--checkpoint-path with NVIDIA's or jik876's generator file: the generator and EMA from it, discriminators,
+    optimizer and loss-scaler states, epoch and step from the discriminator file beside it, as a training checkpoint
+    of this project (common/training_state.py). Data order and RNG streams cannot carry over: the run continues from
+    the start of the file's epoch with fresh seeds."""
+    if not is_reference_checkpoint(checkpoint):
+        raise UserError(f"{path} is neither a training checkpoint of this project nor a HiFi-GAN file of NVIDIA or "
+                        "jik876 (no 'model_name', 'generator' or 'mpd' entry)")
+    if "generator" not in checkpoint:
+        raise UserError(f"{path} is a discriminator file; give --checkpoint-path the generator file "
+                        "(hifigan_gen_checkpoint_E.pt or g_N), with this one beside it")
+    discriminator_path = companion_discriminator_file(path)
+    if not discriminator_path.exists():
+        raise UserError(f"resuming {path} needs its discriminator file {discriminator_path} (the discriminators and "
+                        "the optimizer states are there); put it beside, or start from the weights alone with "
+                        "--fine-tune-from")
+    model = trainer.model
+    info = hifigan_state_from_reference(path, discriminator_path, model)
+    missing = [key for key in ("optim_g", "optim_d") if key not in info]
+    if missing:
+        raise UserError(f"{discriminator_path} holds no optimizer states ({', '.join(missing)} missing), so training "
+                        f"cannot continue where it stopped; start from its weights with --fine-tune-from {path} "
+                        f"--fine-tune-discriminator-from {discriminator_path}")
+    if mel_convention_of(path.name, checkpoint) == MEL_JIK876:
+        print(f"{path} was trained on jik876-style mels; training goes on with this project's (Tacotron 2's) mels, "
+              "as a fine-tune would", flush=True)
+    train_state = checkpoint.get("train_state") or info.get("train_state") or {}
+    # NVIDIA's train_state counts completed epochs (from 1) and iterations; jik876's file has the epoch in progress
+    # (from 0) and 'steps'. Either way the run restarts at the beginning of an epoch.
+    epoch = int(train_state.get("epoch", info.get("epoch", 0)))
+    iteration = int(train_state.get("iters_all", info.get("steps", 0)))
+    return {
+        "model_name": trainer.recipe.name,
+        "model_config": trainer.model_config,
+        "audio_params": trainer.audio_params.to_dict(),
+        "state_dict": model.state_dict(),
+        # The reference's optim_d runs over chain(msd, mpd): build_optimizers keeps that order, index for index.
+        "optimizers": {"generator": info["optim_g"], "discriminator": info["optim_d"]},
+        "scalers": {"generator": info.get("scaler_g") or {}, "discriminator": info.get("scaler_d") or {}},
+        "epoch": epoch, "iteration": iteration, "batches_done_in_epoch": 0,
+        "epoch_sums": torch.zeros(3, dtype=torch.float64), "skipped_steps": 0,
+        "world_size": 0, "rng_states": [],
+    }

@@ -26,7 +26,7 @@ from common.errors import UserError
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
 from common.sampler import EpochBatchSampler
-from hifigan import arg_parser
+from hifigan import arg_parser, checkpoints
 from hifigan.data_function import (FullUtterances, MelAudioBatch, MelAudioCrops, add_data_args, batch_to_device,
                                    collate)
 from hifigan.loss_function import MEL_WEIGHT, HiFiGANLoss, loss_mel_params
@@ -87,11 +87,12 @@ def batch_sampler(args: argparse.Namespace, dataset, context: BatchingContext):
 
 
 def build_optimizers(model: HiFiGAN, args: argparse.Namespace) -> dict[str, torch.optim.Optimizer]:
-    """Two AdamW, as the reference: the generator's, and one over both discriminators."""
+    """Two AdamW, as the reference: the generator's, and one over both discriminators (MSD's parameters, then MPD's,
+    the reference's order, so that its optimizer states load index for index)."""
     def adamw(parameters):
         return torch.optim.AdamW(parameters, lr=args.learning_rate * args.fine_tune_lr_factor,
                                  betas=tuple(args.adam_betas), weight_decay=args.weight_decay)
-    return {"discriminator": adamw(itertools.chain(model.mpd.parameters(), model.msd.parameters())),
+    return {"discriminator": adamw(itertools.chain(model.msd.parameters(), model.mpd.parameters())),
             "generator": adamw(model.generator.parameters())}
 
 
@@ -149,8 +150,6 @@ def substate(state: dict, prefix: str) -> dict:
 
 def load_reference_generator_into(model: HiFiGAN, args: argparse.Namespace, source: str) -> None:
     """NVIDIA's or jik876's generator file, through hifigan/checkpoints.py."""
-    from hifigan import checkpoints
-
     generator, info = checkpoints.load_reference_generator(args.fine_tune_from, config=args.hifigan_config,
                                                            flag="--fine-tune-from")
     load_model_state(model.generator, generator.state_dict(), source)
@@ -159,8 +158,6 @@ def load_reference_generator_into(model: HiFiGAN, args: argparse.Namespace, sour
 
 
 def load_reference_discriminators_into(model: HiFiGAN, args: argparse.Namespace) -> None:
-    from hifigan import checkpoints
-
     source = describe_source(args.fine_tune_discriminator_from, "--fine-tune-discriminator-from")
     mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from, args.mpd_periods,
                                                          flag="--fine-tune-discriminator-from",
@@ -338,4 +335,5 @@ RECIPE = Recipe(
     validation_metrics=validation_metrics,
     validation_report=validation_report,
     config_from_reference=arg_parser.config_from_reference,
+    training_state_from_reference=checkpoints.training_state_from_reference,
 )

@@ -376,3 +376,15 @@ def test_jik876_mel_is_the_tacotron_mel_half_a_hop_later_with_uncentred_frames()
     # The edges differ (reflection about another point). In silence the epsilon's sqrt(1e-9) per bin, weighted by
     # the Slaney filters, stays below the log clamp: log(1e-5), as Tacotron's mel of silence.
     assert torch.allclose(jik876_mel(torch.zeros(1, 1024)), torch.log(torch.tensor(1e-5)))
+
+
+def test_a_generator_files_discriminator_file_is_found_by_the_references_naming(tmp_path):
+    from hifigan.checkpoints import companion_discriminator_file
+
+    assert companion_discriminator_file(tmp_path / "hifigan_gen_checkpoint_6500.pt") == \
+        tmp_path / "hifigan_discrim_checkpoint_6500.pt"
+    assert companion_discriminator_file(tmp_path / "hifigan_gen_checkpoint_10000_ft.pt") == \
+        tmp_path / "hifigan_discrim_checkpoint_10000_ft.pt"
+    assert companion_discriminator_file(tmp_path / "g_02500000") == tmp_path / "do_02500000"
+    with pytest.raises(UserError, match="cannot tell its discriminator file from the name"):
+        companion_discriminator_file(tmp_path / "generator.pt")

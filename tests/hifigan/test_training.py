@@ -214,3 +214,67 @@ def test_the_validation_report_has_the_audio_and_the_mels(synthetic_corpus, tmp_
     metrics = RECIPE.validation_metrics({name: 2 * value for name, value in sums.items()})  # two ranks' sums
     assert metrics["val_mel_l1"] == pytest.approx(sums["mel_abs_error"] / sums["mel_elements"])
     assert metrics["val_ema_mel_loss"] == pytest.approx(45 * sums["ema_mel_abs_error"] / sums["ema_mel_elements"])
+
+
+def write_nvidia_training_files(model: HiFiGAN, checkpoint: dict, folder, generator_config: dict, epoch: int,
+                                iterations: int, optimizers: bool = True):
+    """A trained model and its optimizer states in NVIDIA's two training files (their key names and layout)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    train_state = {"epoch": epoch, "iters_all": iterations}
+    torch.save({"generator": generator_state_to_reference(model.generator.state_dict(), num_kernels=1),
+                "gen_ema": None, "config": {key: generator_config[key] for key in GENERATOR_KEYS},
+                "train_state": train_state}, folder / f"hifigan_gen_checkpoint_{epoch}.pt")
+    discriminators = {"mpd": discriminator_state_to_reference(model.mpd.state_dict()),
+                      "msd": discriminator_state_to_reference(model.msd.state_dict()),
+                      "train_state": train_state, "steps": iterations, "epoch": epoch}
+    if optimizers:
+        discriminators.update(optim_g=checkpoint["optimizers"]["generator"],
+                              optim_d=checkpoint["optimizers"]["discriminator"], scaler_g={}, scaler_d={})
+    torch.save(discriminators, folder / f"hifigan_discrim_checkpoint_{epoch}.pt")
+    return folder / f"hifigan_gen_checkpoint_{epoch}.pt"
+
+
+def test_nvidias_training_files_resume_with_their_weights_optimizer_states_epoch_and_step(synthetic_corpus, tmp_path):
+    torch.set_num_threads(1)
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "ours", "--max-updates", "2"))
+    ours = load_checkpoint(tmp_path / "ours" / "checkpoint_HiFiGAN_last.pt")
+    model = RECIPE.build_model(ours["model_config"])
+    model.load_state_dict(ours["state_dict"])
+    generator_file = write_nvidia_training_files(model, ours, tmp_path / "nvidia", ours["model_config"]["generator"],
+                                                 epoch=5, iterations=40)
+
+    args = parsed(hifigan_args(synthetic_corpus, tmp_path / "resumed", "--epochs", "6", "--checkpoint-path",
+                               str(generator_file)))
+    trainer = Trainer(RECIPE, args)
+    assert (trainer.epoch, trainer.iteration, trainer.batches_done_in_epoch) == (5, 40, 0)
+    for key, value in model.state_dict().items():
+        if not key.startswith("generator_ema."):
+            assert torch.equal(trainer.model.state_dict()[key], value), key
+    for name in ("generator", "discriminator"):
+        saved = ours["optimizers"][name]["state"]
+        resumed = trainer.optimizers[name].state_dict()["state"]
+        assert sorted(resumed) == sorted(saved)
+        assert all(torch.equal(resumed[index]["exp_avg"], saved[index]["exp_avg"]) for index in saved)
+    trainer.train()
+    assert trainer.epoch == 6 and trainer.iteration > 40
+    assert all(torch.isfinite(torch.tensor(loss)) for loss in train_losses(tmp_path / "resumed" / "nvlog.json", 2))
+
+
+def test_reference_training_files_that_cannot_resume_say_why(synthetic_corpus, tmp_path):
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "ours", "--max-updates", "1"))
+    ours = load_checkpoint(tmp_path / "ours" / "checkpoint_HiFiGAN_last.pt")
+    model = RECIPE.build_model(ours["model_config"])
+    config = ours["model_config"]["generator"]
+
+    def resume(path):
+        Trainer(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "x", "--epochs", "9",
+                                            "--checkpoint-path", str(path))))
+
+    weights_only = write_nvidia_training_files(model, ours, tmp_path / "weights", config, 3, 9, optimizers=False)
+    with pytest.raises(ValueError, match="holds no optimizer states .* --fine-tune-from"):
+        resume(weights_only)
+    with pytest.raises(ValueError, match="is a discriminator file; give --checkpoint-path the generator file"):
+        resume(tmp_path / "weights" / "hifigan_discrim_checkpoint_3.pt")
+    (tmp_path / "weights" / "hifigan_discrim_checkpoint_3.pt").unlink()
+    with pytest.raises(ValueError, match="needs its discriminator file .*hifigan_discrim_checkpoint_3.pt"):
+        resume(weights_only)

@@ -2,8 +2,9 @@
 
     python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01] [--cpu] [--amp|--bf16]
 
-Reads log mels saved as .pt tensors of shape (n_mel_channels, frames) (what `inference.py --save-mels` and
-scripts/prepare_mels.sh write), given as files or folders of them, and writes <file stem><suffix>.wav for each, one
+Reads log mels of shape (n_mel_channels, frames) saved as .pt tensors (what `inference.py --save-mels`,
+scripts/prepare_mels.sh and scripts/extract_gta_mels.sh write) or .npy arrays (NVIDIA's mel extraction), given as
+files or folders of them, and writes <file stem><suffix>.wav for each, one
 at a time (padding a batch would change the audio near each mel's end: the vocoders' convolutions see across it).
 Each file's noise is drawn from --seed, so a file gives the same audio alone or among others, and the same audio as
 text-to-wav with that vocoder and seed at batch size 1.
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Callable
 
+import numpy as np
 import torch
 
 from common.audio import save_wav
@@ -22,16 +25,21 @@ from common.inference_args import (Stopwatch, autocast, benchmark, check_inferen
 from common.vocoder import add_vocoder_args, load_vocoder
 
 
+MEL_SUFFIXES = (".pt", ".npy")
+
+
 def mel_files(paths: list[str]) -> list[Path]:
-    """The .pt files given, folders expanded to their .pt files in name order."""
+    """The .pt and .npy files given, folders expanded to theirs in name order."""
     files = []
     for given in map(Path, paths):
         if given.is_dir():
-            found = sorted(given.glob("*.pt"))
+            found = sorted(path for path in given.iterdir() if path.suffix in MEL_SUFFIXES)
             if not found:
-                raise UserError(f"-i {given}: the folder holds no .pt mel files")
+                raise UserError(f"-i {given}: the folder holds no .pt or .npy mel files")
             files += found
         elif given.is_file():
+            if given.suffix not in MEL_SUFFIXES:
+                raise UserError(f"-i {given}: expected a .pt or .npy mel file")
             files.append(given)
         else:
             raise UserFileNotFoundError(f"mel file not found: {given} (-i)")
@@ -44,30 +52,43 @@ def mel_files(paths: list[str]) -> list[Path]:
 
 
 def read_mel(path: Path, n_mel_channels: int) -> torch.Tensor:
-    """(1, n_mel_channels, frames) float mel from a .pt file; a file of anything else is a user error."""
-    try:
-        mel = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch.load's failures on a damaged file come in many types
-        raise UserError(f"cannot read mel file {path}: it is damaged or not a saved tensor") from error
+    """(1, n_mel_channels, frames) float mel from a .pt or .npy file; a file of anything else is a user error."""
+    if path.suffix == ".npy":
+        try:
+            mel = torch.from_numpy(np.load(path, allow_pickle=False))
+        except (ValueError, OSError, EOFError) as error:
+            raise UserError(f"cannot read mel file {path}: it is damaged or not a saved numpy array") from error
+    else:
+        try:
+            mel = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # torch.load's failures on a damaged file come in many types
+            raise UserError(f"cannot read mel file {path}: it is damaged or not a saved tensor") from error
     if isinstance(mel, torch.Tensor) and mel.dim() == 3 and mel.size(0) == 1:
         mel = mel[0]
-    if not isinstance(mel, torch.Tensor) or mel.dim() != 2 or mel.size(0) != n_mel_channels or mel.size(1) < 1:
-        shape = tuple(mel.shape) if isinstance(mel, torch.Tensor) else type(mel).__name__
-        raise UserError(f"{path} holds {shape}, expected a log mel of shape ({n_mel_channels}, frames) for this "
+    if (not isinstance(mel, torch.Tensor) or mel.dim() != 2 or mel.size(0) != n_mel_channels or mel.size(1) < 1
+            or not mel.is_floating_point()):
+        held = (f"a {str(mel.dtype).removeprefix('torch.')} array of shape {tuple(mel.shape)}"
+                if isinstance(mel, torch.Tensor) else type(mel).__name__)
+        raise UserError(f"{path} holds {held}, expected a float log mel of shape ({n_mel_channels}, frames) for this "
                         "vocoder")
     return mel.float().unsqueeze(0)
 
 
 class MelToWav:
-    """The inference part (add_args, run) that vocodes mel files with one vocoder of common.registry.VOCODERS."""
+    """The inference part (add_args, run) that vocodes mel files with one vocoder of common.registry.VOCODERS.
 
-    def __init__(self, vocoder_name: str):
-        self.vocoder_name = vocoder_name
+    add_input_args(group) adds a family's own input flags; logged(args) -> what it adds to the logged parameters."""
+
+    def __init__(self, vocoder_name: str, add_input_args: Callable[[argparse._ArgumentGroup], None] | None = None,
+                 logged: Callable[[argparse.Namespace], dict] | None = None):
+        self.vocoder_name, self.add_input_args, self.logged = vocoder_name, add_input_args, logged
 
     def add_args(self, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group(f"{self.vocoder_name} (mel to wav)")
         group.add_argument("-i", "--input", required=True, nargs="+",
-                           help="mel .pt files, or folders of them (shape: n_mel_channels x frames)")
+                           help="mel .pt or .npy files, or folders of them (shape: n_mel_channels x frames)")
+        if self.add_input_args is not None:
+            self.add_input_args(group)
         add_vocoder_args(parser, only=self.vocoder_name)
 
     def run(self, args: argparse.Namespace) -> None:
@@ -78,7 +99,8 @@ class MelToWav:
         vocoder = load_vocoder(args, device, mel_audio_params=None)
         params = vocoder.audio_params
         logger = open_run_logger(args)
-        logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype)})
+        logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype),
+                           **(self.logged(args) if self.logged is not None else {})})
 
         @torch.no_grad()
         def vocode(mel: torch.Tensor) -> tuple[torch.Tensor, dict]:

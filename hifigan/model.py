@@ -145,6 +145,18 @@ class Generator(nn.Module):
         remove_weight_norm(self)
 
 
+def score_with_feature_maps(convs: nn.ModuleList, conv_post: nn.Module, x: torch.Tensor
+                            ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """A sub-discriminator's stack: (flattened score, the output of every layer), the maps feature matching compares."""
+    feature_maps = []
+    for conv in convs:
+        x = F.leaky_relu(conv(x), LRELU_SLOPE)
+        feature_maps.append(x)
+    x = conv_post(x)
+    feature_maps.append(x)
+    return torch.flatten(x, 1), feature_maps
+
+
 class DiscriminatorP(nn.Module):
     """Looks at every `period`-th sample: audio (B, 1, T) reflect-padded to a multiple of the period and folded
     into (B, 1, T / period, period); 2-d convolutions with (k, 1) kernels then treat the columns independently."""
@@ -165,13 +177,7 @@ class DiscriminatorP(nn.Module):
         if length % self.period:
             audio = F.pad(audio, (0, self.period - length % self.period), mode="reflect")
         x = audio.view(batch_size, channels, -1, self.period)
-        feature_maps = []
-        for conv in self.convs:
-            x = F.leaky_relu(conv(x), LRELU_SLOPE)
-            feature_maps.append(x)
-        x = self.conv_post(x)
-        feature_maps.append(x)
-        return torch.flatten(x, 1), feature_maps
+        return score_with_feature_maps(self.convs, self.conv_post, x)
 
 
 class MultiPeriodDiscriminator(nn.Module):
@@ -207,14 +213,7 @@ class DiscriminatorS(nn.Module):
         self.conv_post = norm(nn.Conv1d(1024 // width_divisor, 1, 3, 1, padding=1))
 
     def forward(self, audio: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        x = audio
-        feature_maps = []
-        for conv in self.convs:
-            x = F.leaky_relu(conv(x), LRELU_SLOPE)
-            feature_maps.append(x)
-        x = self.conv_post(x)
-        feature_maps.append(x)
-        return torch.flatten(x, 1), feature_maps
+        return score_with_feature_maps(self.convs, self.conv_post, audio)
 
 
 class MultiScaleDiscriminator(nn.Module):

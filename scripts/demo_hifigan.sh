@@ -19,9 +19,10 @@ OUTPUT_DIR=${OUTPUT_DIR:-output/demo_hifigan}
 if [ ! -f "$DATA_DIR/metadata.csv" ]; then
     bash scripts/prepare_dataset.sh --synthetic --data-dir "$DATA_DIR" --filelists-dir "$FILELISTS"
 fi
-# Two runs of train.py, each ending with a checkpoint (--max-updates ends a run with one): a short probe of
-# PROBE_UPDATES steps that times a step (start-up included, so the estimate errs short), then as many more steps as
-# the rest of the budget holds. Validation would take time the budget is for: it runs once, at the end, below.
+# Runs of train.py, each ending with a checkpoint (--max-updates ends a run with one): a short probe of PROBE_UPDATES
+# steps, then as many more as the rest of the budget holds at the rate the last run showed (start-up included, so the
+# estimate errs short and the budget is not overrun; a few rounds fill it). Validation would take time the budget is
+# for: it runs once, at the end, below.
 train() {
     "$PYTHON" train.py -m HiFiGAN --hifigan-preset v2 -o "$OUTPUT_DIR" -d "$DATA_DIR" \
         --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
@@ -33,13 +34,19 @@ TRAIN_FLAGS=("$@")
 PROBE_UPDATES=${PROBE_UPDATES:-2}
 budget=$((BUDGET_MINUTES * 60))
 start=$(date +%s)
-train --max-updates "$PROBE_UPDATES"
-elapsed=$(( $(date +%s) - start ))
-more=$(( (budget - elapsed) * PROBE_UPDATES / (elapsed > 0 ? elapsed : 1) ))
-if [ "$more" -gt 0 ]; then
-    train --max-updates $((PROBE_UPDATES + more))
-fi
-echo "trained $((PROBE_UPDATES + (more > 0 ? more : 0))) steps in $(( $(date +%s) - start )) s (budget ${budget} s)"
+trained=0
+target=$PROBE_UPDATES
+for round in 1 2 3 4 5; do
+    round_start=$(date +%s)
+    train --max-updates "$target"
+    now=$(date +%s)
+    seconds_per_step=$(( (now - round_start) / (target - trained) ))
+    trained=$target
+    more=$(( (budget - (now - start)) / (seconds_per_step > 0 ? seconds_per_step : 1) - 1 ))
+    [ "$more" -gt 0 ] || break
+    target=$((trained + more))
+done
+echo "trained $trained steps in $(( $(date +%s) - start )) s (budget ${budget} s)"
 "$PYTHON" -m scripts.report_hifigan_demo --hifigan "$OUTPUT_DIR/checkpoint_HiFiGAN_last.pt" -d "$DATA_DIR" \
     --filelists "$FILELISTS/synthetic_audio_text_val.txt" "$FILELISTS/synthetic_audio_text_test.txt" \
     --json "$OUTPUT_DIR/report.json"

@@ -257,7 +257,7 @@ def test_mel_to_wav_mode_gives_the_audio_of_text_to_wav(tacotron2_checkpoint, nv
 def test_mel_to_wav_mode_refuses_mels_of_the_wrong_shape(nvidia_checkpoint, tmp_path):
     waveglow, _ = nvidia_checkpoint
     torch.save(torch.zeros(40, 5), tmp_path / "small.pt")
-    with pytest.raises(UserError, match=r"small.pt holds \(40, 5\), expected a log mel of shape \(80, frames\)"):
+    with pytest.raises(UserError, match=r"small.pt holds a float32 array of shape \(40, 5\), expected a float log mel of shape \(80, frames\)"):
         inference.main(["-m", "WaveGlow", "-i", str(tmp_path / "small.pt"), "-o", str(tmp_path / "o"), "--cpu",
                         "--waveglow", str(waveglow)])
 

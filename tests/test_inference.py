@@ -246,7 +246,7 @@ def test_mel_to_wav_mode_gives_the_audio_of_text_to_wav(tacotron2_checkpoint, nv
     vocoded = wav_bytes(tmp_path / "vocoded")
     assert sorted(vocoded) == ["mel_1_wg.wav", "mel_3_wg.wav", "mel_4_wg.wav"]
     for line in (1, 3, 4):
-        mel = torch.load(tmp_path / "tts" / f"mel_{line}.pt")
+        mel = torch.load(tmp_path / "tts" / f"mel_{line}.pt", weights_only=True)
         audio, _ = soundfile.read(str(tmp_path / "vocoded" / f"mel_{line}_wg.wav"))
         assert mel.shape[0] == 80 and len(audio) == mel.shape[1] * 256
         assert vocoded[f"mel_{line}_wg.wav"] == (tmp_path / "tts" / f"audio_{line}.wav").read_bytes()

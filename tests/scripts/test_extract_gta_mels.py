@@ -42,7 +42,8 @@ def test_gta_mels_are_frame_aligned_with_their_audio_and_batch_independent(synth
                            "--filelists", str(synthetic_corpus.val_filelist), str(synthetic_corpus.test_filelist),
                            "--output-dir", str(alone), "-bs", "1", "--cpu", "--quiet"])
     for path in alone.glob("*.pt"):
-        torch.testing.assert_close(torch.load(path), torch.load(output / path.name), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(torch.load(path, weights_only=True),
+                                   torch.load(output / path.name, weights_only=True), atol=1e-4, rtol=1e-4)
     # a rerun keeps what is there; --overwrite recomputes
     rerun = ["--tacotron2", str(tacotron2_checkpoint), "-d", str(synthetic_corpus.dataset_dir), "--filelists",
              str(synthetic_corpus.val_filelist), "--output-dir", str(alone), "--cpu", "--quiet"]

@@ -29,14 +29,8 @@ done
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
-FILELISTS_DIR=${FILELISTS_DIR:-filelists}
-if [ "$synthetic" = true ]; then
-    DATA_DIR=${DATA_DIR:-data/synthetic}
-    filelists=("$FILELISTS_DIR"/synthetic_audio_text_{train,val,test}.txt)
-else
-    DATA_DIR=${DATA_DIR:-data/LJSpeech-1.1}
-    filelists=("$FILELISTS_DIR"/ljs_audio_text_{train,val,test}_filelist.txt)
-fi
+# shellcheck source=scripts/corpus_filelists.sh
+. scripts/corpus_filelists.sh
 OUTPUT_DIR=${OUTPUT_DIR:-$DATA_DIR/mels-gta}
 
 "$PYTHON" -m scripts.extract_gta_mels -d "$DATA_DIR" --filelists "${filelists[@]}" --output-dir "$OUTPUT_DIR" \

@@ -27,14 +27,8 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-FILELISTS_DIR=${FILELISTS_DIR:-filelists}
-if [ "$synthetic" = true ]; then
-    DATA_DIR=${DATA_DIR:-data/synthetic}
-    filelists=("$FILELISTS_DIR"/synthetic_audio_text_{train,val,test}.txt)
-else
-    DATA_DIR=${DATA_DIR:-data/LJSpeech-1.1}
-    filelists=("$FILELISTS_DIR"/ljs_audio_text_{train,val,test}_filelist.txt)
-fi
+# shellcheck source=scripts/corpus_filelists.sh
+. scripts/corpus_filelists.sh
 
 "$PYTHON" -m scripts.data.compute_mels --dataset-dir "$DATA_DIR" --audio-filelists "${filelists[@]}" \
     ${forwarded[@]+"${forwarded[@]}"}

@@ -45,7 +45,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
                           help="validate every N optimizer steps instead of at the end of each epoch (0: off)")
     training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
     training.add_argument("--resume-from-last", action="store_true",
-                          help=f"resume from checkpoint_<model>_last.pt in --output if it exists")
+                          help="resume from checkpoint_<model>_last.pt in --output if it exists")
     add_device_args(training)
     training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
                           help="TF32 matmuls and convolutions on Ampere and newer GPUs")

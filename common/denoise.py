@@ -24,6 +24,14 @@ BIAS_FRAME = {"zeros": "first", "silence": "middle"}
 BIAS_FRAMES = 88  # the length of NVIDIA's bias mel
 
 
+def add_denoiser_args(group) -> None:
+    """-d and --denoiser-mode, shared by the vocoders that have a denoiser (each has its own default strength)."""
+    group.add_argument("-d", "--denoising-strength", type=float, default=None,
+                       help="0 turns the denoiser off (default: each vocoder's, NVIDIA's: WaveGlow 0.01, HiFi-GAN 0)")
+    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
+                       help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
+
+
 def bias_mel(params: AudioParams, mode: str, like: torch.Tensor, frames: int = BIAS_FRAMES) -> torch.Tensor:
     """The (1, n_mel_channels, frames) mel whose audio is the bias, on like's device and in its dtype."""
     if mode not in BIAS_MEL_VALUES:

@@ -120,3 +120,13 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         return len(self._all_batches()[self.rank::self.world_size]) - self.skip_batches
+
+
+def fixed_size_batches(args, dataset, context, lengths: list[int] | None = None) -> EpochBatchSampler:
+    """The default batching of common.recipe.Recipe.batch_sampler (context: its BatchingContext): --batch-size items per
+    batch and rank, reshuffled every epoch; with `lengths`, items of similar length batch together (in training)."""
+    if args.batch_size is None:
+        raise UserError("-bs/--batch-size is required: items per batch and per process")
+    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
+                             seed=context.seed, rank=context.rank, world_size=context.world_size,
+                             lengths=lengths if context.training else None)

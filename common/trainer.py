@@ -24,7 +24,7 @@ from common.distributed import (DistributedContext, all_gather_objects, all_redu
 from common.errors import UserError
 from common.logger import RunLogger
 from common.recipe import BatchingContext, Recipe, StepOutput
-from common.sampler import EpochBatchSampler
+from common.sampler import fixed_size_batches
 from common.schedules import schedule_from_args
 from common.training_state import (find_resume_checkpoint, restore_training_state, rng_state,
                                    rng_state_for_checkpoint, seed_everything, set_rng_state, training_state)
@@ -43,14 +43,6 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
     if args.bf16:
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
-
-
-def fixed_size_batches(args: argparse.Namespace, dataset: Dataset, context: BatchingContext) -> EpochBatchSampler:
-    """The default batching: --batch-size items per batch and rank, reshuffled every epoch."""
-    if args.batch_size is None:
-        raise UserError("-bs/--batch-size is required: items per batch and per process")
-    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
-                             seed=context.seed, rank=context.rank, world_size=context.world_size)
 
 
 class Trainer:

@@ -17,6 +17,7 @@ from typing import Protocol
 import torch
 
 from common.audio import AudioParams, griffin_lim
+from common.denoise import add_denoiser_args
 from common.errors import UserError
 from common.registry import VOCODERS
 
@@ -85,6 +86,8 @@ def add_vocoder_args(parser: argparse.ArgumentParser, only: str | None = None) -
         add_own_args = getattr(module, "add_inference_args", None)
         if add_own_args is not None:
             add_own_args(parser)
+    if any(getattr(vocoder_module(name), "HAS_DENOISER", False) for name in names):
+        add_denoiser_args(group)  # one -d for every vocoder offered, each applying its own default
 
 
 def chosen_vocoder(args: argparse.Namespace) -> tuple[str, str | None, str]:

@@ -271,11 +271,15 @@ def discriminator_state_to_reference(state_dict: dict) -> dict:
 
 
 def hifigan_state_from_reference(generator_path: str | Path, discriminator_path: str | Path,
-                                 model: nn.Module) -> dict:
+                                 model: nn.Module, generator_checkpoint: dict | None = None) -> dict:
     """Load a reference generator file and discriminator file into our HiFiGAN container `model` (generator, mpd,
     msd, and generator_ema from NVIDIA's gen_ema when both exist, else the generator's weights); returns the
-    discriminator file's info (optimizer states, steps, epoch) for a recipe that resumes training from them."""
-    generator, _ = load_reference_generator(generator_path, config=_container_generator_config(model))
+    discriminator file's info (optimizer states, steps, epoch) for a recipe that resumes training from them.
+    generator_checkpoint: the generator file's contents when the caller has read it already."""
+    generator_path = Path(generator_path)
+    checkpoint = load_checkpoint(generator_path) if generator_checkpoint is None else generator_checkpoint
+    source, config = describe_source(generator_path, None), _container_generator_config(model)
+    generator, _ = generator_from_checkpoint(checkpoint, source, generator_path.name, config)
     width_divisor = 32 // model.mpd.discriminators[0].convs[0].out_channels  # the first MPD conv has 32 at full width
     mpd, msd, info = read_reference_discriminators(discriminator_path, [d.period for d in model.mpd.discriminators],
                                                    width_divisor=width_divisor)
@@ -283,10 +287,8 @@ def hifigan_state_from_reference(generator_path: str | Path, discriminator_path:
     model.mpd.load_state_dict(mpd.state_dict())
     model.msd.load_state_dict(msd.state_dict())
     if model.generator_ema is not None:
-        checkpoint = load_checkpoint(generator_path)
         if isinstance(checkpoint.get("gen_ema"), dict):
-            ema, _ = load_reference_generator(generator_path, config=_container_generator_config(model),
-                                              use_ema=True)
+            ema, _ = generator_from_checkpoint(checkpoint, source, generator_path.name, config, use_ema=True)
             model.generator_ema.load_state_dict(ema.state_dict())
         else:
             model.reset_ema()
@@ -329,7 +331,7 @@ def training_state_from_reference(path: Path, checkpoint: dict, trainer) -> dict
                         "the optimizer states are there); put it beside, or start from the weights alone with "
                         "--fine-tune-from")
     model = trainer.model
-    info = hifigan_state_from_reference(path, discriminator_path, model)
+    info = hifigan_state_from_reference(path, discriminator_path, model, generator_checkpoint=checkpoint)
     missing = [key for key in ("optim_g", "optim_d") if key not in info]
     if missing:
         raise UserError(f"{discriminator_path} holds no optimizer states ({', '.join(missing)} missing), so training "

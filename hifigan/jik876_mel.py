@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from common.audio import AudioParams, MelSpectrogram, dynamic_range_compression
+from common.audio import AudioParams, MelSpectrogram
 
 MAGNITUDE_EPSILON = 1e-9
 

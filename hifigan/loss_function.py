@@ -13,7 +13,6 @@ reference's fmax_for_loss None), computed from the ground-truth audio and from t
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from dataclasses import dataclass
 
@@ -92,10 +91,6 @@ class HiFiGANLoss(nn.Module):
     def __init__(self, loss_mel: AudioParams):
         super().__init__()
         self.mel_l1 = MelL1(loss_mel)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "HiFiGANLoss":
-        return cls(loss_mel_params(AudioParams.from_args(args), args.mel_fmax_loss))
 
     def discriminator(self, real_outputs, fake_outputs) -> torch.Tensor:
         """real_outputs / fake_outputs: [(scores, feature maps) of the MPD, of the MSD] on real / generated audio."""

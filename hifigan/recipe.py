@@ -25,7 +25,7 @@ from common.checkpoint import describe_source, load_checkpoint, load_model_state
 from common.errors import UserError
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
-from common.sampler import EpochBatchSampler
+from common.sampler import EpochBatchSampler, fixed_size_batches
 from hifigan import arg_parser, checkpoints
 from hifigan.data_function import (FullUtterances, MelAudioBatch, MelAudioCrops, add_data_args, batch_to_device,
                                    collate)
@@ -76,8 +76,6 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
 def batch_sampler(args: argparse.Namespace, dataset, context: BatchingContext):
     """Training: -bs crops. Validation: one whole utterance per batch, so no padding changes what is measured."""
     if context.training:
-        from common.trainer import fixed_size_batches
-
         return fixed_size_batches(args, dataset, context)
     return EpochBatchSampler(len(dataset), 1, shuffle=False, drop_last=False, seed=context.seed,
                              rank=context.rank, world_size=context.world_size)

@@ -30,7 +30,6 @@ from torch import nn
 from common.audio import AudioParams
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
                                unfold_weight_norm_where_folded)
-from common.denoise import BIAS_MEL_VALUES
 from common.errors import UserError
 from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference
 from hifigan.denoiser import Denoiser
@@ -41,6 +40,8 @@ MODEL_NAME = "HiFiGAN"
 # MEL_JIK876: frames not centred, 384-sample reflect padding, sqrt(|X|^2 + 1e-9) (NVIDIA's base training).
 MEL_CONVENTIONS = (MEL_TACOTRON, MEL_JIK876)
 
+
+HAS_DENOISER = True  # common.vocoder adds -d and --denoiser-mode (common/denoise.py)
 
 def add_inference_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HiFi-GAN vocoder")
@@ -55,14 +56,6 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
                        help="vocode mels of the other convention anyway (with a warning; expect worse audio)")
     group.add_argument("--chunk-frames", type=int, default=0,
                        help="stream: generate this many mel frames at a time (same audio; 0: whole utterances)")
-    # WaveGlow's part defines the same denoiser flags when both vocoders are offered (text to wav); they are shared.
-    if "--denoising-strength" not in parser._option_string_actions:
-        group.add_argument("-d", "--denoising-strength", type=float, default=None,
-                           help="0 (the default, NVIDIA's for HiFi-GAN) turns the denoiser off; their example: 0.005")
-    if "--denoiser-mode" not in parser._option_string_actions:
-        group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
-                           help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's "
-                                "middle frame")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -121,11 +114,6 @@ def synthesize_in_chunks(generator: Generator, mel: torch.Tensor, chunk_frames: 
 # Loading
 
 
-def mel_convention_of(audio_params: AudioParams) -> str:
-    """The mel convention our checkpoints record (common/audio.py's mel unless the AudioParams say otherwise)."""
-    return getattr(audio_params, "mel_convention", MEL_TACOTRON)
-
-
 def _generator_from_our_checkpoint(checkpoint: dict, source: str, ema: bool) -> tuple[Generator, AudioParams, str]:
     config = checkpoint.get("model_config") or {}
     if not isinstance(config.get("generator"), dict):
@@ -146,7 +134,7 @@ def _generator_from_our_checkpoint(checkpoint: dict, source: str, ema: bool) -> 
     load_model_state(generator, weights, source + (" (EMA generator)" if ema else ""))
     audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                     else AudioParams())
-    return generator, audio_params, mel_convention_of(audio_params)
+    return generator, audio_params, MEL_TACOTRON  # our checkpoints are trained on common/audio.py's mel
 
 
 def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_config: str | None = None,

@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from common.inference_args import Stopwatch, latency_statistics
+from common.inference_args import Stopwatch, inference_device, latency_statistics
 from hifigan.model import PRESETS, Generator
 
 SAMPLING_RATE = 22050
@@ -64,7 +64,7 @@ def run(options: argparse.Namespace) -> list[dict]:
         options.repeats, options.warmup = 2, 1
     if options.threads:
         torch.set_num_threads(options.threads)
-    device = torch.device("cpu") if options.cpu or not torch.cuda.is_available() else torch.device("cuda")
+    device = inference_device(options)
     results = []
     for preset in options.presets:
         torch.manual_seed(0)

@@ -28,6 +28,7 @@ from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_trained_model
 from common.errors import UserError, exit_on_user_error
 from common.filelist import read_filelist
+from common.inference_args import inference_device
 from common.registry import get_recipe
 from common.text import TextProcessor
 from tacotron2.inference import pad_token_ids
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
-    device = torch.device("cpu") if args.cpu or not torch.cuda.is_available() else torch.device("cuda")
+    device = inference_device(args)
     model, checkpoint = load_trained_model(get_recipe("Tacotron2"), args.tacotron2, device, published_config={},
                                            flag="--tacotron2")
     text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()

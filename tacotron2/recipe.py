@@ -7,10 +7,9 @@ import torch
 from torch import nn
 
 from common.audio import AudioParams, griffin_lim
-from common.errors import UserError
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
-from common.sampler import EpochBatchSampler
+from common.sampler import EpochBatchSampler, fixed_size_batches
 from common.text import TextProcessor, add_text_args
 from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
@@ -52,12 +51,7 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
 
 def batch_sampler(args: argparse.Namespace, dataset: TextMelDataset, context: BatchingContext) -> EpochBatchSampler:
     """--batch-size utterances; with --bucket-by-length, utterances of similar text length batch together."""
-    if args.batch_size is None:
-        raise UserError("-bs/--batch-size is required: utterances per batch and per process")
-    bucketing = args.bucket_by_length and context.training
-    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
-                             seed=context.seed, rank=context.rank, world_size=context.world_size,
-                             lengths=dataset.bucket_lengths if bucketing else None)
+    return fixed_size_batches(args, dataset, context, dataset.bucket_lengths if args.bucket_by_length else None)
 
 
 def loss_items(batch: dict, args: argparse.Namespace) -> int:

@@ -15,7 +15,6 @@ from common.checkpoint import load_trained_model
 from common.errors import UserError
 from common.layers import remove_weight_norm
 from common.registry import get_recipe
-from common.denoise import BIAS_MEL_VALUES
 from waveglow.denoiser import Denoiser
 from waveglow.model import WaveGlow
 
@@ -23,13 +22,11 @@ from waveglow.model import WaveGlow
 DEFAULT_DENOISING_STRENGTH = 0.01  # NVIDIA's inference scripts for WaveGlow
 
 
+HAS_DENOISER = True  # common.vocoder adds -d and --denoiser-mode (common/denoise.py)
+
 def add_inference_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WaveGlow vocoder")
     group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
-    group.add_argument("-d", "--denoising-strength", type=float, default=None,
-                       help="0 turns the denoiser off (default: each vocoder's: WaveGlow 0.01, HiFi-GAN 0, as NVIDIA's)")
-    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
-                       help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
     group.add_argument("--wn-channels", type=int, default=None,
                        help="for a checkpoint without a model config (default 512; waveglow256: 256); with a config, "
                             "a check")

@@ -57,6 +57,12 @@ class Recipe:
     # ---- the model -------------------------------------------------------------------------------------------
     # Training-only initialisation after build_model, e.g. Tacotron 2's re-draw of BatchNorm weights as NVIDIA does.
     init_weights: Callable[[nn.Module, argparse.Namespace], None] | None = None
+    # (model on its device, args) -> None: with --compile, compile the family's hot modules in place (torch.compile);
+    # called before DDP wrapping. None: --compile compiles nothing for this family.
+    compile_model: Callable[[nn.Module, argparse.Namespace], None] | None = None
+    # (model, optimizer steps taken) -> None, before every step and after a resume: for what changes with training
+    # progress inside the model (wav2vec 2.0's quantizer temperature, a frozen encoder's unfreezing).
+    set_num_updates: Callable[[nn.Module, int], None] | None = None
     # Names of the model's submodules that train as separate parts (a GAN's generator and discriminators): each is
     # wrapped for DDP on its own, and train_step gets them wrapped (`model.generator(...)` synchronises gradients).
     # Empty: the whole model is one part.

@@ -63,6 +63,8 @@ class Trainer:
         if recipe.init_weights is not None:
             recipe.init_weights(model, args)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
+        if args.compile and recipe.compile_model is not None:
+            recipe.compile_model(self.model, args)
         if recipe.build_optimizers is not None:
             self.optimizers = recipe.build_optimizers(self.model, args)
         else:
@@ -213,6 +215,8 @@ class Trainer:
         log: the step's mean loss over every rank, its items, the recipe's metrics and gradient norms."""
         recipe, args = self.recipe, self.args
         multiplier = self.schedule.multiplier(self.epoch, self.iteration)
+        if recipe.set_num_updates is not None:
+            recipe.set_num_updates(self.model, self.iteration)
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:
                 group["lr"] = group["initial_lr"] * multiplier

@@ -28,7 +28,10 @@ def build_parser(model_name: str | None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     model_name = model_name_in(argv)
-    args = parse_args(build_parser(model_name), argv)
+    parser = build_parser(model_name)
+    if model_name in RECIPES and get_recipe(model_name).translate_argv is not None:
+        argv = get_recipe(model_name).translate_argv(argv, parser)
+    args = parse_args(parser, argv)
     recipe = get_recipe(args.model_name)
     if args.dry_run:
         print(json.dumps({"model_name": recipe.name, "model_config": recipe.model_config(args),

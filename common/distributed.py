@@ -62,7 +62,8 @@ class ModelParts(dict):
             raise AttributeError(f"the model has no trained part '{name}'; its parts are {sorted(self)}") from None
 
 
-def wrap_parts(model: nn.Module, part_names: tuple[str, ...], context: DistributedContext) -> ModelParts:
+def wrap_parts(model: nn.Module, part_names: tuple[str, ...], context: DistributedContext,
+               find_unused_parameters: bool = False) -> ModelParts:
     """One DistributedDataParallel per part, so a GAN's generator and discriminator steps each synchronise their
     own gradients; with no part names the whole model is the one part "model"."""
     parts = {name: getattr(model, name) for name in part_names} if part_names else {"model": model}
@@ -74,7 +75,9 @@ def wrap_parts(model: nn.Module, part_names: tuple[str, ...], context: Distribut
                              f"in step on every rank: {outside[:3]}")
     if context.is_distributed:
         device_ids = [context.device.index] if context.device.type == "cuda" else None
-        parts = {name: DistributedDataParallel(part, device_ids=device_ids) for name, part in parts.items()}
+        parts = {name: DistributedDataParallel(part, device_ids=device_ids,
+                                               find_unused_parameters=find_unused_parameters)
+                 for name, part in parts.items()}
     return ModelParts(parts)
 
 

@@ -67,6 +67,9 @@ class Recipe:
     # wrapped for DDP on its own, and train_step gets them wrapped (`model.generator(...)` synchronises gradients).
     # Empty: the whole model is one part.
     parts: tuple[str, ...] = ()
+    # True when a step may leave some parameters without gradients (LayerDrop, a frozen encoder): DDP then looks for
+    # them every step (a small cost), instead of waiting for their gradients forever.
+    find_unused_parameters: bool = False
     # (model, args) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
     # Per-group learning rates set here are kept: the schedule multiplies each group's own initial rate.
     build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
@@ -99,6 +102,14 @@ class Recipe:
     # (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
     # "audio": {...}} for the log and TensorBoard, on rank 0 (e.g. Tacotron 2's alignment plots).
     validation_report: Callable[[nn.Module, Any, argparse.Namespace], dict] | None = None
+    # A logged validation value where lower is better (e.g. "val_wer"): whenever it improves, the checkpoint is
+    # also written as checkpoint_<name>_best.pt (besides the regular ones, which are never deleted).
+    best_checkpoint_metric: str | None = None
+
+    # ---- the command line ------------------------------------------------------------------------------------
+    # (argv, the full parser) -> argv: the reference implementation's spellings of flags (underscores, other names)
+    # rewritten to this project's, so that its command lines run.
+    translate_argv: Callable[[list[str], argparse.ArgumentParser], list[str]] | None = None
 
     # ---- published checkpoints -------------------------------------------------------------------------------
     # The `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's keys, so

@@ -45,6 +45,15 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
     return nullcontext()
 
 
+def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
+    """{name: value} added up across ranks (a rank without validation batches has an empty dict)."""
+    totals: dict[str, float] = {}
+    for rank_sums in all_gather_objects(sums):
+        for name, value in rank_sums.items():
+            totals[name] = totals.get(name, 0.0) + value
+    return totals
+
+
 class Trainer:
     def __init__(self, recipe: Recipe, args: argparse.Namespace):
         if not args.epochs and not args.max_updates:
@@ -91,13 +100,14 @@ class Trainer:
         self.batches_done_in_epoch = 0
         self.epoch_sums = torch.zeros(3, dtype=torch.float64)  # loss * steps, steps, items
         self.skipped_steps = 0
+        self.best_metric_value = math.inf  # of recipe.best_checkpoint_metric
         resume_from = find_resume_checkpoint(args, recipe.name)
         if resume_from is not None:
             restore_training_state(self, resume_from,
                                    "--checkpoint-path" if args.checkpoint_path else "--resume-from-last")
         self.validated_at = self.saved_at = None  # the iteration of the last validation and checkpoint
         self.save_due = False
-        self.parts = wrap_parts(self.model, recipe.parts, self.context)
+        self.parts = wrap_parts(self.model, recipe.parts, self.context, recipe.find_unused_parameters)
         self.logger = RunLogger(Path(args.output) / args.log_file, args.tensorboard_dir,
                                 enabled=self.context.is_main)
 
@@ -332,6 +342,7 @@ class Trainer:
                             collate_fn=self.data.collate, num_workers=0)
         loss_sums = torch.zeros(2, dtype=torch.float64)  # loss * items, items
         metric_sums: dict[str, float] = {}
+        output_sums: dict[str, float] = {}
         first_batch = None
         start = time.perf_counter()
         for batch in loader:
@@ -342,17 +353,18 @@ class Trainer:
                 sums = recipe.validation_sums(self.model, batch, args) if recipe.validation_sums else {}
             # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
             loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
+            for name, value in output.metrics.items():  # the loss's parts and the like, weighted as the loss
+                output_sums[name] = output_sums.get(name, 0.0) + float(value) * output.items
             for name, value in sums.items():
                 metric_sums[name] = metric_sums.get(name, 0.0) + float(value)
         loss_sum, items = all_reduce_sum(loss_sums).tolist()
         elapsed = time.perf_counter() - start
         record = {"val_loss": loss_sum / items if items > 0 else float("nan"),
                   "val_items_per_sec": items / max(elapsed, 1e-9)}
+        if items > 0:
+            record.update({f"val_{name}": value / items for name, value in summed_over_ranks(output_sums).items()})
         if recipe.validation_sums is not None:
-            totals: dict[str, float] = {}
-            for rank_sums in all_gather_objects(metric_sums):
-                for name, value in rank_sums.items():
-                    totals[name] = totals.get(name, 0.0) + value
+            totals = summed_over_ranks(metric_sums)
             record.update(recipe.validation_metrics(totals) if recipe.validation_metrics is not None
                           else {f"val_{name}": value for name, value in totals.items()})
         if self.context.is_main and recipe.validation_report is not None and first_batch is not None:
@@ -368,16 +380,24 @@ class Trainer:
         self.model.train()
         set_rng_state(training_rng)
         self.validated_at = self.iteration
+        best = recipe.best_checkpoint_metric
+        if best is not None and math.isfinite(record.get(best, math.nan)) and record[best] < self.best_metric_value:
+            self.best_metric_value = record[best]
+            self.save("best", point_last=False)
+            if self.context.is_main:
+                print(f"new best {best} {record[best]:.4f}", flush=True)
 
-    def save(self, name_epoch: int | str) -> None:
+    def save(self, name_epoch: int | str, point_last: bool = True) -> None:
         rng_states = all_gather_objects(rng_state_for_checkpoint(rng_state()))  # every rank takes part
         if self.context.is_main:
             path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
             ckpt.save_checkpoint(training_state(self, rng_states), path)
-            ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
+            if point_last:
+                ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
             print(f"saved checkpoint {path}", flush=True)
         barrier()
-        self.saved_at = self.iteration
+        if point_last:
+            self.saved_at = self.iteration
 
     # ---- logging helpers ---------------------------------------------------------------------------------------
 

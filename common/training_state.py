@@ -7,6 +7,7 @@ data order is a function of (seed, epoch) alone.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 from pathlib import Path
 
@@ -90,6 +91,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "batches_done_in_epoch": trainer.batches_done_in_epoch,
         "epoch_sums": trainer.epoch_sums.clone(),
         "skipped_steps": trainer.skipped_steps,
+        "best_metric_value": trainer.best_metric_value,
         "world_size": trainer.context.world_size,
         "rng_states": rng_states,
         "args": {key: value for key, value in vars(trainer.args).items()
@@ -127,6 +129,7 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     trainer.batches_done_in_epoch = state["batches_done_in_epoch"]
     trainer.epoch_sums = state["epoch_sums"].clone()
     trainer.skipped_steps = state["skipped_steps"]
+    trainer.best_metric_value = state.get("best_metric_value", math.inf)  # older checkpoints: none yet
     rank, world_size = trainer.context.rank, trainer.context.world_size
     if state["world_size"] == world_size and state["rng_states"]:
         set_rng_state(rng_state_from_checkpoint(state["rng_states"][rank]))

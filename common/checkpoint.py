@@ -159,9 +159,23 @@ def unfold_weight_norm_where_folded(model: nn.Module, state_dict: dict) -> list[
     return changed
 
 
+def weight_norm_names_as_the_model_has_them(state_dict: dict, expected: dict) -> dict:
+    """remap_legacy_state_dict names weight norm as torch's parametrizations; a model that keeps fairseq's own
+    `weight_g` / `weight_v` parameters (wav2vec 2.0's positional convolution) gets those names back."""
+    renamed = {}
+    for key, value in state_dict.items():
+        for which, legacy in (("original0", "weight_g"), ("original1", "weight_v")):
+            suffix = f"parametrizations.weight.{which}"
+            if key.endswith(suffix) and key not in expected and key[:-len(suffix)] + legacy in expected:
+                key = key[:-len(suffix)] + legacy
+        renamed[key] = value
+    return renamed
+
+
 def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
     """Strict load whose error lists the missing and unexpected keys and any shape mismatch, naming the source."""
     expected = model.state_dict()
+    state_dict = weight_norm_names_as_the_model_has_them(state_dict, expected)
     missing = [key for key in expected if key not in state_dict]
     unexpected = [key for key in state_dict if key not in expected]
     wrong_shape = [

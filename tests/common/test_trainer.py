@@ -12,6 +12,7 @@ from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
 from common.schedules import WarmupPolynomialSchedule
 from common.trainer import Trainer
+from common.recipe import StepOutput
 from tests.common.toy_recipes import (Points, collate, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
                                       sgd, toy_args, toy_recipe, train_on_ranks)
 
@@ -218,3 +219,45 @@ def test_micro_batches_of_different_sizes_step_on_the_mean_over_all_their_items(
     nn.functional.mse_loss(reference(points.x[items]), points.y[items]).backward()
     for p, reference_p, value in zip(trainer.model.parameters(), reference.parameters(), start):
         torch.testing.assert_close(p.detach(), value - 0.05 * reference_p.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_the_best_checkpoint_follows_the_recipes_metric_and_survives_a_resume(tmp_path):
+    """best_checkpoint_metric: checkpoint_<name>_best.pt is rewritten whenever the metric improves (here val_mse,
+    lower is better), is never the `last` pointer's target, and a resumed run remembers the best value so far."""
+    recipe = metric_recipe()
+    recipe.best_checkpoint_metric = "val_mse"
+    Trainer(recipe, toy_args(tmp_path, "--epochs", "3")).train()
+    records = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_mse" in r["data"]]
+    best = load_checkpoint(tmp_path / "checkpoint_Toy_best.pt")
+    assert best["best_metric_value"] == pytest.approx(min(r["val_mse"] for r in records))
+    # Saved by the validation at the end of the best epoch, before that epoch is counted as done.
+    assert best["epoch"] == min(range(3), key=lambda i: records[i]["val_mse"])
+    last = load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")
+    assert last["epoch"] == 3 and last["best_metric_value"] == best["best_metric_value"]
+
+    resumed = Trainer(recipe, toy_args(tmp_path, "--epochs", "4", "--resume-from-last"))
+    assert resumed.best_metric_value == best["best_metric_value"]
+
+
+def test_set_num_updates_sees_every_step_count_before_its_step_and_after_a_resume(tmp_path):
+    seen = []
+    recipe = toy_recipe(set_num_updates=lambda model, updates: seen.append(updates))
+    Trainer(recipe, toy_args(tmp_path, "--epochs", "2")).train()
+    assert seen == list(range(12))  # 6 batches of 2 per epoch
+    seen.clear()
+    Trainer(recipe, toy_args(tmp_path, "--epochs", "3", "--resume-from-last")).train()
+    assert seen == list(range(12, 18))
+
+
+def test_validation_logs_the_losss_metrics_as_means_over_items(tmp_path):
+    def loss_with_a_part(model, batch, args):
+        x, y, _ = batch
+        error = (model(x) - y).pow(2)
+        return StepOutput(error.mean(), len(x), {"first_item_error": error[0, 0].detach()})
+
+    trainer = Trainer(toy_recipe(compute_loss=loss_with_a_part), toy_args(tmp_path, "-bs", "3"))
+    trainer.train()
+    validation = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_loss" in r["data"]][0]
+    points = Points(4, seed=1)  # validation batches [0, 1, 2] and [3], weighted by their 3 and 1 items
+    error = (trainer.model(points.x) - points.y).pow(2).detach()[:, 0]
+    assert validation["val_first_item_error"] == pytest.approx((3 * error[0] + error[3]).item() / 4, rel=1e-5)

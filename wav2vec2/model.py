@@ -127,10 +127,13 @@ def model_config_from(overrides: dict) -> dict:
     if (config["latent_dim"] or config["final_dim"] or config["encoder_embed_dim"]) % config["latent_groups"]:
         raise ValueError("latent_dim (or final_dim) must be a multiple of latent_groups")
     temp = config["latent_temp"]
-    temp = ast.literal_eval(temp) if isinstance(temp, str) else temp
-    if not (isinstance(temp, (list, tuple)) and len(temp) == 3):
+    try:
+        temp = [float(t) for t in (ast.literal_eval(temp) if isinstance(temp, str) else temp)]
+    except (ValueError, TypeError, SyntaxError):
+        temp = None
+    if temp is None or len(temp) != 3:
         raise ValueError(f"latent_temp must be (start, end, decay), got {config['latent_temp']!r}")
-    config["latent_temp"] = [float(t) for t in temp]
+    config["latent_temp"] = temp
     return config
 
 
@@ -453,6 +456,11 @@ class Wav2Vec2Model(nn.Module):
 
     def extract_features(self, source: torch.Tensor, padding_mask: torch.Tensor | None = None,
                          mask_indices: torch.Tensor | None = None, channel_mask: torch.Tensor | None = None) -> dict:
+        """The encoder's view of a batch; padding_mask (B, L) and the masks' True mean pad / masked.
+
+        Returns x (B, T, C) the encoder output; padding_mask (B, T) or None; features (B, T, C) the encoder's
+        input before masking; unmasked_features (B, T, conv dim) the quantizer's input (Hugging Face's
+        extract_features); features_pen the mean squared conv output over valid frames."""
         sample_lengths = None if padding_mask is None else (~padding_mask).sum(1)
         if self.feature_grad_mult > 0:
             features = self.feature_extractor(source, sample_lengths)

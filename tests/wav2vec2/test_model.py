@@ -343,3 +343,6 @@ def test_unknown_and_bad_configuration_values_are_refused():
     with pytest.raises(ValueError, match="extractor_mode"):
         model_config_from({"extractor_mode": "group"})
     assert model_config_from({"latent_temp": "(2, 0.1, 0.999995)"})["latent_temp"] == [2.0, 0.1, 0.999995]
+    for bad in ["(2, 0.1)", "two", [2.0, "x", 1.0]]:
+        with pytest.raises(ValueError, match="latent_temp"):
+            model_config_from({"latent_temp": bad})

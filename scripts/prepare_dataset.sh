@@ -2,7 +2,10 @@
 # Prepares a corpus in LJSpeech layout (wavs/, metadata.csv) and its train/val/test filelists.
 #
 #   scripts/prepare_dataset.sh --synthetic [--num-utterances 500] [--voice en-us] [--rate 175] [--seed 1234]
+#       [--sampling-rate 16000 --manifest]
 #       stage 1: speak a synthetic corpus with eSpeak NG into data/synthetic              (~10 s, no download)
+#       --sampling-rate: the wavs' rate (default eSpeak's 22050); --manifest: also fairseq manifests for speech
+#       recognition in DATA_DIR: {train,valid,test}.tsv, .wrd, .ltr and dict.ltr.txt (train.py -m wav2vec2 --data)
 #   scripts/prepare_dataset.sh [--stage 1] [--stop-stage 3] [--seed 1234]
 #       LJSpeech-1.1 into data/LJSpeech-1.1:
 #       stage 1: download ${ARCHIVE:-<DATA_DIR's parent>/LJSpeech-1.1.tar.bz2} (skipped if present, 2.6 GB)
@@ -16,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "prepare_dataset.sh: error: $*" >&2; exit 2; }
 
 stage=1
@@ -28,7 +31,7 @@ synthetic_args=()
 while [ $# -gt 0 ]; do
     option=$1
     case "$option" in
-        --stage|--stop-stage|--seed|--data-dir|--filelists-dir|--num-utterances|--voice|--rate)
+        --stage|--stop-stage|--seed|--data-dir|--filelists-dir|--num-utterances|--voice|--rate|--sampling-rate)
             [ $# -ge 2 ] || die "$option needs a value"
             value=$2
             shift 2
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
             esac
             ;;
         --synthetic) synthetic=true; shift ;;
+        --manifest) synthetic_args+=("$option"); shift ;;
         -h|--help) usage; exit 0 ;;
         *) die "unknown option '$option' (see --help)" ;;
     esac

@@ -42,3 +42,31 @@ def synthetic_corpus(tmp_path_factory) -> SyntheticCorpus:
         test_filelist=summary.filelists["audio_test"],
         num_utterances=summary.num_utterances,
     )
+
+
+SYNTHETIC_ASR_CORPUS_UTTERANCES = 22  # 18 train, 2 valid, 2 test_sentences (+ 2 test_voice); about a minute, 16 kHz
+
+
+@dataclass(frozen=True)
+class SyntheticAsrCorpus:
+    directory: Path  # the --data of train.py -m wav2vec2: <split>.tsv/.ltr/.wrd, dict.ltr.txt, wavs/
+    train: Path  # train.tsv (its labels: train.ltr, train.wrd beside it)
+    valid: Path
+    test_sentences: Path  # held-out sentences, training voices
+    test_voice: Path  # the same sentences, a voice never in training
+    dictionary: Path  # dict.ltr.txt
+    sampling_rate: int
+
+
+@pytest.fixture(scope="session")
+def synthetic_asr_corpus(tmp_path_factory) -> SyntheticAsrCorpus:
+    """A tiny speech-recognition corpus (scripts/data/asr_corpus.py, seed 1234) in fairseq's manifest layout at
+    16 kHz, built once per session. Shared by every test of the session: treat it as read-only."""
+    from scripts.data.asr_corpus import build_asr_corpus
+
+    directory = tmp_path_factory.mktemp("synthetic_asr_corpus")
+    summary = build_asr_corpus(directory, num_utterances=SYNTHETIC_ASR_CORPUS_UTTERANCES, seed=1234)
+    return SyntheticAsrCorpus(directory=directory, train=summary.manifests["train"],
+                              valid=summary.manifests["valid"], test_sentences=summary.manifests["test_sentences"],
+                              test_voice=summary.manifests["test_voice"], dictionary=summary.dictionary,
+                              sampling_rate=16000)

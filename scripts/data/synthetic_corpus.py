@@ -1,13 +1,20 @@
 """A small single-speaker English corpus spoken by eSpeak NG, in LJSpeech layout, built in seconds on a CPU.
 
     python -m scripts.data.synthetic_corpus --output-dir data/synthetic [--filelists-dir filelists]
-        [--num-utterances 500] [--seed 1234] [--voice en-us] [--rate 175]
+        [--num-utterances 500] [--seed 1234] [--voice en-us] [--rate 175] [--sampling-rate 16000 --manifest]
 
 It writes
     <output-dir>/wavs/SYN001-0001.wav ...   22050 Hz, 16-bit mono PCM, edge silence trimmed to ~30 ms
     <output-dir>/metadata.csv               ID|written text|spoken text   (as LJSpeech: no header, '|'-separated)
     <filelists-dir>/synthetic_audio_text_{train,val,test}.txt   wavs/<ID>.wav|written text  (90/5/5 %)
     <filelists-dir>/synthetic_mel_text_{train,val,test}.txt     mels/<ID>.pt|written text   (mels: prepare_mels.sh)
+and with --manifest, for speech recognition (wav2vec 2.0: train.py -m wav2vec2 --data <output-dir>), the same splits
+in fairseq's layout (scripts/data/librispeech.py's writers):
+    <output-dir>/{train,valid,test}.tsv   the corpus folder, then wavs/<ID>.wav<TAB>num_samples
+    <output-dir>/{train,valid,test}.wrd   the spoken text as LibriSpeech writes it ("DOCTOR SMITH PAID TWENTY ONE")
+    <output-dir>/{train,valid,test}.ltr   its letters ("D O C T O R | S M I T H | ... |")
+    <output-dir>/dict.ltr.txt             LibriSpeech's 28 symbols, by their count in train.ltr
+--sampling-rate resamples eSpeak's 22050 Hz (wav2vec 2.0 wants 16000).
 
 The sentences come from a seeded generator and carry what the text front-end must normalise: numbers ("23",
 "1995", "$4.50", "2.5", "3rd") and abbreviations ("Dr.", "Mr.", "St."). The filelists keep that written form so
@@ -18,19 +25,22 @@ The same seed gives the same bytes in every file.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import inflect
 import numpy as np
 import soundfile
 
-from scripts.data.espeak import synthesize
-from scripts.data.ljspeech import write_filelists
+from scripts.data.espeak import SAMPLING_RATE as ESPEAK_SAMPLING_RATE, synthesize
+from scripts.data.librispeech import (LIBRISPEECH_LETTERS, librispeech_words, write_labels, write_letter_dictionary,
+                                      write_manifest)
+from scripts.data.ljspeech import split_identifiers, write_filelists
 
 UTTERANCES_PER_CHAPTER = 100  # IDs are SYN<chapter>-<index>, like LJSpeech's LJ001-0001
 SPLIT_FRACTIONS = {"val": 0.05, "test": 0.05}  # the rest is train
@@ -251,6 +261,16 @@ def trim_silence(audio: np.ndarray, sampling_rate: int, keep_seconds: float = ED
     return np.pad(audio[max(0, start):min(len(audio), end)], (padding_before, padding_after))
 
 
+def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling (scipy's resample_poly): ceil(len * to_rate / from_rate) samples."""
+    from scipy.signal import resample_poly
+
+    if from_rate == to_rate:
+        return audio
+    divisor = math.gcd(from_rate, to_rate)
+    return resample_poly(audio, to_rate // divisor, from_rate // divisor).astype(np.float32)
+
+
 def write_wav_int16(path: Path, audio: np.ndarray, sampling_rate: int) -> None:
     # eSpeak's samples are int16 / 32768, so this is exact (no rescaling by 32767 as a float write would do).
     samples = np.round(audio * 32768.0).clip(-32768, 32767).astype(np.int16)
@@ -268,6 +288,7 @@ class CorpusSummary:
     min_seconds: float
     max_seconds: float
     filelists: dict[str, Path]
+    manifests: dict[str, Path] = field(default_factory=dict)  # with manifest=True: "train", "valid", "test", "dict"
 
 
 def split_sizes(count: int) -> dict[str, int]:
@@ -280,21 +301,27 @@ def split_sizes(count: int) -> dict[str, int]:
 
 
 def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utterances: int = 500, seed: int = 1234,
-                 voice: str = "en-us", words_per_minute: int = 175, progress: bool = False) -> CorpusSummary:
+                 voice: str = "en-us", words_per_minute: int = 175, progress: bool = False,
+                 sampling_rate: int = ESPEAK_SAMPLING_RATE, manifest: bool = False) -> CorpusSummary:
+    """The corpus at `sampling_rate` (eSpeak's 22050 Hz by default); with `manifest`, also its fairseq manifests,
+    labels and letter dictionary for speech recognition (the same train/val/test split as the filelists)."""
     output_dir, filelists_dir = Path(output_dir), Path(filelists_dir)
+    if sampling_rate < 1:
+        raise ValueError(f"--sampling-rate must be a positive number of Hz, got {sampling_rate}")
     sizes = split_sizes(num_utterances)
     wav_dir = output_dir / "wavs"
     wav_dir.mkdir(parents=True, exist_ok=True)
 
     sentences = make_sentences(num_utterances, seed)
-    durations = []
+    durations, num_samples = [], {}
     metadata_lines = []
     for index, sentence in enumerate(sentences):
-        audio, sampling_rate = synthesize(sentence.spoken, voice=voice, words_per_minute=words_per_minute)
-        audio = trim_silence(audio, sampling_rate)
+        audio, espeak_rate = synthesize(sentence.spoken, voice=voice, words_per_minute=words_per_minute)
+        audio = resample(trim_silence(audio, espeak_rate), espeak_rate, sampling_rate)
         identifier = utterance_id(index)
         write_wav_int16(wav_dir / f"{identifier}.wav", audio, sampling_rate)
         durations.append(len(audio) / sampling_rate)
+        num_samples[identifier] = len(audio)
         metadata_lines.append(f"{identifier}|{sentence.written}|{sentence.spoken}\n")
         if progress and (index + 1) % 100 == 0:
             print(f"  {index + 1}/{num_utterances} utterances", flush=True)
@@ -302,7 +329,27 @@ def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utteranc
 
     filelists = write_filelists(output_dir, filelists_dir, name_format="synthetic_{kind}_text_{split}.txt",
                                 split_sizes=sizes, seed=seed, text_column="raw")
-    return CorpusSummary(num_utterances, float(sum(durations)), min(durations), max(durations), filelists)
+    manifests = write_manifests(output_dir, sentences, num_samples, sizes, seed) if manifest else {}
+    return CorpusSummary(num_utterances, float(sum(durations)), min(durations), max(durations), filelists,
+                         manifests)
+
+
+MANIFEST_SPLIT_NAMES = {"train": "train", "val": "valid", "test": "test"}  # fairseq's subset names
+
+
+def write_manifests(output_dir: Path, sentences: list[Sentence], num_samples: dict[str, int],
+                    sizes: dict[str, int], seed: int) -> dict[str, Path]:
+    """{train,valid,test}.{tsv,wrd,ltr} and dict.ltr.txt in output_dir, split as the filelists are."""
+    words = {utterance_id(index): librispeech_words(sentence.spoken) for index, sentence in enumerate(sentences)}
+    written = {}
+    for split, identifiers in split_identifiers(list(words), sizes, seed).items():
+        name = MANIFEST_SPLIT_NAMES[split]
+        rows = [(f"wavs/{identifier}.wav", num_samples[identifier]) for identifier in identifiers]
+        written[name] = write_manifest(output_dir / f"{name}.tsv", output_dir, rows)
+        write_labels(written[name], [words[identifier] for identifier in identifiers])
+    train_letters = written["train"].with_suffix(".ltr").read_text(encoding="utf-8").splitlines()
+    written["dict"] = write_letter_dictionary(output_dir / "dict.ltr.txt", train_letters, always=LIBRISPEECH_LETTERS)
+    return written
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -314,19 +361,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1234, help="same seed, same corpus (byte for byte)")
     parser.add_argument("--voice", default="en-us", help="eSpeak NG voice name")
     parser.add_argument("--rate", type=int, default=175, help="speaking rate in words per minute (80 to 450)")
+    parser.add_argument("--sampling-rate", type=int, default=ESPEAK_SAMPLING_RATE,
+                        help="write the wavs at this rate (eSpeak speaks at 22050 Hz; wav2vec 2.0 wants 16000)")
+    parser.add_argument("--manifest", action="store_true",
+                        help="also write fairseq manifests, .wrd/.ltr labels and dict.ltr.txt for speech recognition")
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
     try:
         summary = build_corpus(args.output_dir, args.filelists_dir, args.num_utterances, args.seed, args.voice,
-                               args.rate, progress=True)
+                               args.rate, progress=True, sampling_rate=args.sampling_rate, manifest=args.manifest)
     except ValueError as error:
         sys.exit(f"error: {error}")
     elapsed = time.perf_counter() - started
     print(f"synthetic corpus: {summary.num_utterances} utterances, {summary.total_seconds / 60:.1f} min of audio "
           f"({summary.min_seconds:.2f}-{summary.max_seconds:.2f} s each) in {args.output_dir}, "
           f"built in {elapsed:.1f} s")
-    for name, path in summary.filelists.items():
+    for name, path in {**summary.filelists, **summary.manifests}.items():
         print(f"  {name}: {path}")
 
 

@@ -14,9 +14,10 @@ Batches (`AudioBatch`) are made by `Collater`:
 - fine-tuning: utterances are zero-padded to the longest with a padding mask, and carry their time and channel masks
   and their targets padded with <pad>.
 Every random draw of a batch (crop offsets, then time masks, then channel masks, then negatives, from one generator
-in that order) comes from np.random.default_rng([seed, epoch, *indices]) (indices: the batch's dataset indices): it
-does not depend on worker processes, and a resumed run redraws the same. Validation datasets always use epoch 0, so
-their masks, and the validation loss, are the same at every validation.
+in that order) comes from np.random.default_rng([seed, epoch, *indices]) (indices: the batch's dataset indices; seed
+and epoch: the dataset's, which its items carry to the collate): it does not depend on worker processes, and a
+resumed run redraws the same. Validation datasets always use epoch 0, so their masks, and the validation loss, are
+the same at every validation.
 
 `--num-concat-batches N` forwards N max-tokens batches as one (as NVIDIA's): ConcatBatches yields (index, sub_batch)
 pairs, and the collate draws masks and negatives for each sub-batch from its own indices, so their counts and values
@@ -180,12 +181,16 @@ def load_dictionary(args: argparse.Namespace) -> Dictionary:
 
 
 class AudioItem(NamedTuple):
+    """An utterance, and what the collate needs to know of its dataset: the seed and epoch of its random draws, and
+    the pre-training crop's cap."""
     index: int  # in the dataset
     source: torch.Tensor  # (samples,) float32
     target: torch.Tensor | None  # (letters,) long, or None without labels
     epoch: int  # the epoch whose random draws the collate makes (always 0 for a validation dataset)
     sub_batch: int  # which of --num-concat-batches batches it came in (0 without concatenation)
     training: bool  # False: a validation or inference item (fine-tuning masks only with Collater's mask_in_eval)
+    seed: int
+    max_sample_size: int | None  # pre-training crops to at most this many samples
 
 
 def resample_audio(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
@@ -206,14 +211,15 @@ class AudioDataset(Dataset):
     Items shorter than `min_sample_size` (after resampling) are left out at start-up, with their labels. `sizes` are
     the kept items' lengths; `batching_lengths()` what a max-tokens batch of them costs: capped at
     `max_sample_size` (the pre-training crop) for an unlabelled dataset, the whole length for a labelled one
-    (fine-tuning batches pad whole utterances).
+    (fine-tuning batches pad whole utterances). `seed` and the epoch (set_epoch) seed the collate's random draws;
+    the items carry them, and max_sample_size, to it.
     A validation (or inference) dataset is made with training=False: its random draws always use epoch 0.
     """
 
     def __init__(self, manifest: Manifest | str | Path, sample_rate: int, *,
                  labels: Labels | str | Path | None = None, dictionary: Dictionary | None = None,
                  min_sample_size: int | None = None, max_sample_size: int | None = None, normalize: bool = False,
-                 resample: bool = False, training: bool = True):
+                 resample: bool = False, seed: int = 0, training: bool = True):
         if not isinstance(manifest, Manifest):
             manifest = read_manifest(manifest, sample_rate, resample=resample)
         elif not manifest.sampling_rates:
@@ -224,7 +230,7 @@ class AudioDataset(Dataset):
             raise ValueError("labels need the dictionary that encodes them")
         self.manifest, self.sample_rate = manifest, sample_rate
         self.normalize, self.resample, self.training = normalize, resample, training
-        self.max_sample_size = max_sample_size
+        self.max_sample_size, self.seed = max_sample_size, seed
         self.labels, self.dictionary = labels, dictionary
         targets = encode_labels(labels, dictionary) if labels is not None else None
 
@@ -282,7 +288,7 @@ class AudioDataset(Dataset):
         index = int(index)
         target = None if self.targets is None else torch.tensor(self.targets[index], dtype=torch.long)
         return AudioItem(index, self.load_audio(index), target, self.epoch if self.training else 0, int(sub_batch),
-                         self.training)
+                         self.training, self.seed, self.max_sample_size)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -340,6 +346,7 @@ class Collater:
 
     `config` is the model configuration (wav2vec2/model.py's keys): conv_feature_layers, mask_prob, mask_length,
     num_negatives, mask_channel_prob, mask_channel_length and encoder_embed_dim are read from it.
+    The seed and epoch of the draws and the crop's cap come with the items, from their dataset.
     mode "pretrain": crop to the shortest (capped at max_sample_size), time masks (min_masks 2) and num_negatives
     negatives per masked frame, in training and validation alike (the loss needs them).
     mode "finetune": pad to the longest; time masks (min_masks 2) when mask_prob > 0 and channel masks over the
@@ -347,13 +354,11 @@ class Collater:
     mask_in_eval (by default they see no masks).
     """
 
-    def __init__(self, config: dict, *, mode: str, seed: int = 0, max_sample_size: int | None = None,
-                 pad_index: int = Dictionary.pad_index, mask_in_eval: bool = False):
+    def __init__(self, config: dict, *, mode: str, pad_index: int = Dictionary.pad_index, mask_in_eval: bool = False):
         if mode not in ("pretrain", "finetune"):
             raise ValueError(f"mode must be 'pretrain' or 'finetune', got {mode!r}")
         self.pretraining = mode == "pretrain"
         self.conv_layers = parse_conv_feature_layers(config["conv_feature_layers"])
-        self.seed, self.max_sample_size = seed, max_sample_size
         self.mask_prob, self.mask_length = float(config["mask_prob"]), int(config["mask_length"])
         self.num_negatives = int(config["num_negatives"])
         self.mask_channel_prob = float(config.get("mask_channel_prob", 0.0))
@@ -367,15 +372,15 @@ class Collater:
     def __call__(self, items: Sequence[AudioItem]) -> AudioBatch:
         if not items:
             raise ValueError("an empty batch")
-        epochs = {item.epoch for item in items}
-        if len(epochs) != 1:
-            raise ValueError(f"a batch mixes items of epochs {sorted(epochs)}")
-        epoch = epochs.pop()
-        training = items[0].training
+        settings = {(item.seed, item.epoch, item.training, item.max_sample_size) for item in items}
+        if len(settings) != 1:
+            raise ValueError(f"a batch mixes items of datasets or epochs: (seed, epoch, training, max_sample_size) "
+                             f"{sorted(settings, key=str)}")
+        seed, epoch, training, max_sample_size = settings.pop()
         groups = _sub_batches(items)
-        rngs = [batch_rng(self.seed, epoch, [items[position].index for position in group]) for group in groups]
+        rngs = [batch_rng(seed, epoch, [items[position].index for position in group]) for group in groups]
         if self.pretraining:
-            batch = self._pretraining_batch(items, groups, rngs)
+            batch = self._pretraining_batch(items, groups, rngs, max_sample_size)
         else:
             masks = training or self.mask_in_eval
             batch = self._finetuning_batch(items, groups, rngs, masks)
@@ -389,10 +394,10 @@ class Collater:
             batch.targets, batch.target_lengths = targets, lengths
         return batch
 
-    def _pretraining_batch(self, items, groups, rngs) -> AudioBatch:
+    def _pretraining_batch(self, items, groups, rngs, max_sample_size: int | None) -> AudioBatch:
         crop = min(len(item.source) for item in items)
-        if self.max_sample_size is not None:
-            crop = min(crop, self.max_sample_size)
+        if max_sample_size is not None:
+            crop = min(crop, max_sample_size)
         num_frames = int(self.frames(crop))
         source = torch.empty(len(items), crop, dtype=torch.float32)
         masks, negatives, masked_before = [], [], 0

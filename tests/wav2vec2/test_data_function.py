@@ -182,10 +182,10 @@ def test_short_items_are_left_out_with_their_labels_and_counted(corpus, capsys):
 
 
 def test_pretraining_batches_crop_to_the_shortest_and_carry_masks_and_negatives(corpus):
-    dataset = AudioDataset(corpus, RATE)
+    dataset = AudioDataset(corpus, RATE, seed=11, max_sample_size=10000)
     dataset.set_epoch(3)
     indices = [1, 3, 4]
-    collate = Collater(CONFIG, mode="pretrain", seed=11, max_sample_size=10000)
+    collate = Collater(CONFIG, mode="pretrain")
     batch = collate([dataset[i] for i in indices])
 
     crop = 8000  # the shortest of 9000, 12000, 8000
@@ -217,8 +217,8 @@ def test_pretraining_batches_crop_to_the_shortest_and_carry_masks_and_negatives(
 
 
 def test_draws_depend_on_seed_epoch_and_indices_only(corpus):
-    dataset = AudioDataset(corpus, RATE)
-    collate = Collater(CONFIG, mode="pretrain", seed=11)
+    dataset = AudioDataset(corpus, RATE, seed=11)
+    collate = Collater(CONFIG, mode="pretrain")
     first = collate([dataset[i] for i in [0, 2]])
     again = pickle.loads(pickle.dumps(collate))([dataset[i] for i in [0, 2]])
     assert torch.equal(first.source, again.source) and torch.equal(first.mask_indices, again.mask_indices)
@@ -226,18 +226,20 @@ def test_draws_depend_on_seed_epoch_and_indices_only(corpus):
     dataset.set_epoch(1)
     other_epoch = collate([dataset[i] for i in [0, 2]])
     assert not torch.equal(first.mask_indices, other_epoch.mask_indices)
-    other_seed = Collater(CONFIG, mode="pretrain", seed=12)([AudioDataset(corpus, RATE)[i] for i in [0, 2]])
+    other_seed = collate([AudioDataset(corpus, RATE, seed=12)[i] for i in [0, 2]])
     assert not torch.equal(first.mask_indices, other_seed.mask_indices)
 
-    validation = AudioDataset(corpus, RATE, training=False)
+    validation = AudioDataset(corpus, RATE, seed=11, training=False)
     validation.set_epoch(5)  # a validation dataset always draws as epoch 0: the same masks at every validation
     assert torch.equal(collate([validation[i] for i in [0, 2]]).mask_indices, first.mask_indices)
+    with pytest.raises(ValueError, match="a batch mixes items of datasets or epochs"):
+        collate([dataset[0], validation[2]])
 
 
 def test_worker_processes_and_a_resumed_epoch_give_the_same_batches(corpus):
     args = argparse.Namespace(max_tokens=24000, max_tokens_valid=None, num_concat_batches=1)
-    dataset = AudioDataset(corpus, RATE, max_sample_size=10000)
-    collate = Collater(CONFIG, mode="pretrain", seed=3, max_sample_size=10000)
+    dataset = AudioDataset(corpus, RATE, max_sample_size=10000, seed=3)
+    collate = Collater(CONFIG, mode="pretrain")
 
     def epoch_batches(num_workers, epoch, skip=0):
         sampler = max_tokens_batches(args, dataset, BatchingContext(training=True, seed=3, rank=0, world_size=1))
@@ -263,9 +265,9 @@ def test_worker_processes_and_a_resumed_epoch_give_the_same_batches(corpus):
 def test_concatenated_batches_draw_as_separate_batches(corpus, tmp_path):
     # Every utterance is longer than max_sample_size, so each batch alone and the group are cropped alike.
     manifest = write_corpus(tmp_path, lengths=[9000, 9600, 8800, 10000, 9200, 12000, 8400, 11000])
-    dataset = AudioDataset(manifest, RATE, max_sample_size=8000)
+    dataset = AudioDataset(manifest, RATE, max_sample_size=8000, seed=7)
     dataset.set_epoch(4)
-    collate = Collater(CONFIG, mode="pretrain", seed=7, max_sample_size=8000)
+    collate = Collater(CONFIG, mode="pretrain")
     args = argparse.Namespace(max_tokens=16000, max_tokens_valid=None, num_concat_batches=2)
     sampler = max_tokens_batches(args, dataset, BatchingContext(training=True, seed=7, rank=0, world_size=1))
     assert isinstance(sampler, ConcatBatches)
@@ -309,11 +311,11 @@ def test_utterances_too_short_to_mask_are_a_user_error(tmp_path):
 def test_finetuning_batches_pad_to_the_longest_with_targets_and_masks(corpus):
     dictionary = Dictionary.load(corpus.parent / "dict.ltr.txt")
     dataset = AudioDataset(corpus, RATE, labels=corpus.with_suffix(".ltr"), dictionary=dictionary,
-                           max_sample_size=7000)
+                           max_sample_size=7000, seed=5)
     assert dataset.batching_lengths() == LENGTHS  # labelled data is never cropped
     dataset.set_epoch(2)
     indices = [0, 3, 2]
-    collate = Collater(FINETUNE_CONFIG, mode="finetune", seed=5, max_sample_size=7000)
+    collate = Collater(FINETUNE_CONFIG, mode="finetune")
     batch = collate([dataset[i] for i in indices])
 
     lengths = [LENGTHS[i] for i in indices]
@@ -341,10 +343,10 @@ def test_finetuning_batches_pad_to_the_longest_with_targets_and_masks(corpus):
     assert batch.negative_indices is None
 
     validation = AudioDataset(corpus, RATE, labels=corpus.with_suffix(".ltr"), dictionary=dictionary,
-                              training=False)
+                              seed=5, training=False)
     plain = collate([validation[i] for i in indices])
     assert plain.mask_indices is None and plain.channel_mask is None and torch.equal(plain.source, batch.source)
-    masked = Collater(FINETUNE_CONFIG, mode="finetune", seed=5, mask_in_eval=True)([validation[i] for i in indices])
+    masked = Collater(FINETUNE_CONFIG, mode="finetune", mask_in_eval=True)([validation[i] for i in indices])
     expected = compute_mask_indices(frame_lengths, num_frames, 0.5, 10, batch_rng(5, 0, indices), min_masks=2)
     assert torch.equal(masked.mask_indices, torch.from_numpy(expected))
 
@@ -357,7 +359,7 @@ def test_finetuning_batches_pad_to_the_longest_with_targets_and_masks(corpus):
 
 def test_batches_move_to_a_device_whole(corpus):
     dataset = AudioDataset(corpus, RATE)
-    batch = Collater(CONFIG, mode="pretrain", seed=1)([dataset[0], dataset[1]])
+    batch = Collater(CONFIG, mode="pretrain")([dataset[0], dataset[1]])
     moved = batch.to(torch.device("cpu"))
     assert moved.ids == [0, 1] and moved.num_samples == batch.num_samples and moved.padding_mask is None
     assert torch.equal(moved.mask_indices, batch.mask_indices) and moved.negative_indices.dtype == torch.long

@@ -11,6 +11,7 @@ RECIPES = {
     "WaveGlow": "waveglow.recipe",
     "WaveNet": "nvwavenet.recipe",
     "HiFiGAN": "hifigan.recipe",
+    "wav2vec2": "wav2vec2.recipe",
 }
 
 # inference.py -m NAME: a module with add_args(parser) and run(args). The vocoders' parts turn mel .pt files into wavs.
@@ -19,6 +20,7 @@ INFERENCE = {
     "WaveGlow": "waveglow.inference",
     "WaveNet": "nvwavenet.inference",
     "HiFiGAN": "hifigan.inference",
+    "wav2vec2": "wav2vec2.inference",  # speech to text
 }
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -321,20 +322,22 @@ class AudioBatch:
     target_lengths: torch.Tensor | None  # (B,) long
     ids: list[int]  # dataset indices, in batch order
     num_samples: int  # audio samples that are not padding
+    # Seeds the model's own random draws on this batch (dropout, LayerDrop, Gumbel noise; see wav2vec2/recipe.py),
+    # so that they too depend on the batch alone, not on the rank or the worker that runs it.
+    noise_seed: int = 0
+
+    TENSORS = ("source", "padding_mask", "mask_indices", "negative_indices", "channel_mask", "targets",
+               "target_lengths")
+
+    def _map_tensors(self, function) -> "AudioBatch":
+        return dataclasses.replace(self, **{name: None if getattr(self, name) is None else function(getattr(self, name))
+                                            for name in self.TENSORS})
 
     def to(self, device: torch.device) -> "AudioBatch":
-        def move(tensor):
-            return None if tensor is None else tensor.to(device, non_blocking=True)
-        return AudioBatch(move(self.source), move(self.padding_mask), move(self.mask_indices),
-                          move(self.negative_indices), move(self.channel_mask), move(self.targets),
-                          move(self.target_lengths), list(self.ids), self.num_samples)
+        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=True))
 
     def pin_memory(self) -> "AudioBatch":  # called by DataLoader(pin_memory=True)
-        def pin(tensor):
-            return None if tensor is None else tensor.pin_memory()
-        return AudioBatch(pin(self.source), pin(self.padding_mask), pin(self.mask_indices),
-                          pin(self.negative_indices), pin(self.channel_mask), pin(self.targets),
-                          pin(self.target_lengths), self.ids, self.num_samples)
+        return self._map_tensors(lambda tensor: tensor.pin_memory())
 
 
 def batch_to_device(batch: AudioBatch, device: torch.device) -> AudioBatch:
@@ -407,6 +410,9 @@ class Collater:
             for row, item in enumerate(items):
                 targets[row, :len(item.target)] = item.target
             batch.targets, batch.target_lengths = targets, lengths
+        # A stream of its own (spawn_key), apart from the crop and mask draws of batch_rng.
+        noise = np.random.SeedSequence([seed, epoch, *batch.ids], spawn_key=(1,))
+        batch.noise_seed = int(np.random.default_rng(noise).integers(2 ** 62))
         return batch
 
     def _pretraining_batch(self, items, groups, rngs, max_sample_size: int | None) -> AudioBatch:

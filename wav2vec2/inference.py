@@ -1,0 +1,188 @@
+"""Speech to text with a fine-tuned wav2vec 2.0: `python inference.py -m wav2vec2 ...`.
+
+    python inference.py -m wav2vec2 --checkpoint CKPT -i data/asr/test.tsv -o out/ [-bs 8] [--save-predictions]
+        [--save-logits] [--cpu] [--bf16|--amp] [--benchmark-repeats 20]
+    python inference.py -m wav2vec2 --checkpoint CKPT -i a.wav b.flac -o out/
+
+-i takes one fairseq manifest (.tsv) or audio files of any rate (resampled to the model's). Utterances are batched by
+length (less padding) and the model is padding-aware, so a batch gives each utterance what it gets alone; results
+come back in input order. Greedy CTC decoding. With references beside the manifest (<stem>.wrd, else <stem>.ltr),
+WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
+predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x labels).
+--benchmark-repeats N times N passes over the first batch after warm-up: latency percentiles and real-time factor.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from common.checkpoint import load_trained_model
+from common.errors import UserError
+from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
+                                   inference_dtype, open_run_logger)
+from common.registry import get_recipe
+from wav2vec2.data_function import load_audio, read_manifest
+from wav2vec2.decoding import error_counts, error_rates, transcripts
+from wav2vec2.dictionary import Dictionary
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("wav2vec 2.0 (speech to text)")
+    group.add_argument("--checkpoint", required=True, help="a fine-tuned wav2vec 2.0 checkpoint (CTC)")
+    group.add_argument("-i", "--input", nargs="+", required=True,
+                       help="a manifest (.tsv: root line, then path<TAB>samples) or audio files")
+    group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
+    group.add_argument("--labels-path", default=None,
+                       help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
+    group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")
+    group.add_argument("--save-logits", action="store_true", help="write logits/<n>.pt per utterance")
+
+
+@dataclass
+class Utterance:
+    number: int  # position in the input, from 1
+    name: str
+    audio: torch.Tensor
+    reference: str | None = None
+
+
+def read_inputs(inputs: list[str], sampling_rate: int) -> list[Utterance]:
+    """The utterances of a manifest (with its references, if any) or of audio files, in input order."""
+    if len(inputs) == 1 and inputs[0].endswith(".tsv"):
+        manifest = read_manifest(inputs[0], sampling_rate, resample=True)
+        references = reference_lines(Path(inputs[0]), len(manifest.entries))
+        return [Utterance(number, relative, load_audio(manifest.root / relative, sampling_rate, resample=True),
+                          references[number - 1] if references else None)
+                for number, (relative, _) in enumerate(manifest.entries, 1)]
+    utterances = []
+    for number, name in enumerate(inputs, 1):
+        if name.endswith(".tsv"):
+            raise UserError(f"-i {name}: give one manifest alone, or audio files")
+        utterances.append(Utterance(number, name, load_audio(Path(name), sampling_rate, resample=True)))
+    return utterances
+
+
+def reference_lines(manifest: Path, count: int) -> list[str] | None:
+    """Word references beside the manifest: <stem>.wrd, else <stem>.ltr turned into words; None if neither."""
+    for suffix in (".wrd", ".ltr"):
+        path = manifest.with_suffix(suffix)
+        if not path.is_file():
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) != count:
+            raise UserError(f"{path} has {len(lines)} lines but {manifest} has {count} utterances")
+        if suffix == ".ltr":
+            lines = [" ".join(line.replace(" ", "").replace("|", " ").split()) for line in lines]
+        return lines
+    return None
+
+
+def load_model(args: argparse.Namespace, device: torch.device) -> tuple[torch.nn.Module, Dictionary, int]:
+    recipe = get_recipe("wav2vec2")
+    model, checkpoint = load_trained_model(recipe, args.checkpoint, device, flag="--checkpoint")
+    if "vocab_size" not in checkpoint["model_config"]:
+        raise UserError(f"--checkpoint {args.checkpoint} is a pre-trained wav2vec 2.0 without a CTC head; "
+                        "fine-tune it first (train.py -m wav2vec2 finetune --w2v-path ...)")
+    if args.labels_path:
+        dictionary = Dictionary.load(args.labels_path)
+    elif checkpoint.get("text"):
+        dictionary = Dictionary.from_dict(checkpoint["text"])
+    else:
+        raise UserError(f"--checkpoint {args.checkpoint} carries no dictionary; give --labels-path dict.ltr.txt")
+    if len(dictionary) != checkpoint["model_config"]["vocab_size"]:
+        raise UserError(f"the dictionary has {len(dictionary)} symbols but the checkpoint's CTC head has "
+                        f"{checkpoint['model_config']['vocab_size']} outputs: give the dictionary it was trained with")
+    sampling_rate = checkpoint.get("audio_params", {}).get("sampling_rate", 16000)
+    return model, dictionary, sampling_rate
+
+
+def batches_by_length(utterances: list[Utterance], batch_size: int) -> list[list[Utterance]]:
+    ordered = sorted(utterances, key=lambda utterance: utterance.audio.numel(), reverse=True)
+    return [ordered[start:start + batch_size] for start in range(0, len(ordered), batch_size)]
+
+
+def pad(batch: list[Utterance], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([utterance.audio.numel() for utterance in batch])
+    source = torch.zeros(len(batch), int(lengths.max()))
+    for row, utterance in enumerate(batch):
+        source[row, :utterance.audio.numel()] = utterance.audio
+    padding_mask = torch.arange(source.shape[1])[None, :] >= lengths[:, None]
+    return source.to(device), padding_mask.to(device)
+
+
+@torch.no_grad()
+def recognise(model, batch: list[Utterance], device, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+    source, padding_mask = pad(batch, device)
+    with autocast(device, dtype):
+        output = model(source, padding_mask=padding_mask)
+    return output["logits"].float(), output["padding_mask"]
+
+
+def run(args: argparse.Namespace) -> None:
+    check_inference_args(args)
+    if args.batch_size < 1:
+        raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
+    device, dtype = inference_device(args), inference_dtype(args)
+    torch.manual_seed(args.seed)
+    model, dictionary, sampling_rate = load_model(args, device)
+    utterances = read_inputs(args.input, sampling_rate)
+    logger = open_run_logger(args)
+    output = Path(args.output)
+    logger.parameters({"model_name": "wav2vec2", "checkpoint": args.checkpoint, "batch_size": args.batch_size,
+                       "device": str(device), "precision": str(dtype).replace("torch.", ""),
+                       "utterances": len(utterances)})
+
+    predictions: dict[int, str] = {}
+    audio_seconds = compute_seconds = 0.0
+    for batch in batches_by_length(utterances, args.batch_size):
+        with Stopwatch(device) as stopwatch:
+            logits, frame_padding_mask = recognise(model, batch, device, dtype)
+        compute_seconds += stopwatch.seconds
+        audio_seconds += sum(utterance.audio.numel() for utterance in batch) / sampling_rate
+        for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask, dictionary))):
+            predictions[utterance.number] = text
+            if args.save_logits:
+                frames = logits.shape[1] if frame_padding_mask is None else int((~frame_padding_mask[row]).sum())
+                (output / "logits").mkdir(parents=True, exist_ok=True)
+                torch.save(logits[row, :frames].cpu().clone(), output / "logits" / f"{utterance.number}.pt")
+
+    corpus_sums = None
+    for utterance in utterances:
+        record = {"name": utterance.name, "prediction": predictions[utterance.number]}
+        if utterance.reference is not None:
+            sums = error_counts([utterance.reference], [predictions[utterance.number]])
+            corpus_sums = {key: (corpus_sums or {}).get(key, 0.0) + value for key, value in sums.items()}
+            record.update(reference=utterance.reference, **error_rates(sums))
+        logger.log([utterance.number], record, echo=False)
+        if not args.quiet:
+            print(f"{utterance.number}\t{predictions[utterance.number]}")
+    if args.save_predictions:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "predictions.txt").write_text(
+            "".join(predictions[utterance.number] + "\n" for utterance in utterances), encoding="utf-8")
+
+    summary = {"utterances": len(utterances), "audio_seconds": audio_seconds, "compute_seconds": compute_seconds,
+               "rtf": compute_seconds / max(audio_seconds, 1e-9)}
+    if corpus_sums is not None:
+        summary.update(error_rates(corpus_sums))
+        print(f"WER {summary['wer']:.2f} %, CER {summary['cer']:.2f} % over {len(utterances)} utterances")
+    if args.benchmark_repeats:
+        first = batches_by_length(utterances, args.batch_size)[0]
+        first_seconds = sum(utterance.audio.numel() for utterance in first) / sampling_rate
+
+        def measure(seed: int) -> dict:
+            with Stopwatch(device) as stopwatch:
+                recognise(model, first, device, dtype)
+            return {"latency": stopwatch.seconds, "rtf": stopwatch.seconds / first_seconds}
+
+        stats = benchmark(measure, args, averaged=("rtf",))
+        summary.update({f"benchmark_{key}": value for key, value in stats.items()})
+        print(f"batch of {len(first)} ({first_seconds:.2f} s of audio): latency p50 "
+              f"{stats['latency_p50'] * 1000:.1f} ms, p90 {stats['latency_p90'] * 1000:.1f} ms, "
+              f"p99 {stats['latency_p99'] * 1000:.1f} ms, RTF {stats['rtf']:.4f}")
+    logger.log([], summary)
+    logger.close()
+

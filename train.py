@@ -25,13 +25,18 @@ def build_parser(model_name: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+def parse_run_args(argv: list[str]) -> argparse.Namespace:
+    """train.py's flags for argv: the model's parser, the reference's spellings translated, presets applied."""
     model_name = model_name_in(argv)
     parser = build_parser(model_name)
     if model_name in RECIPES and get_recipe(model_name).translate_argv is not None:
         argv = get_recipe(model_name).translate_argv(argv, parser)
-    args = parse_args(parser, argv)
+    return parse_args(parser, argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_run_args(argv)
     recipe = get_recipe(args.model_name)
     if args.dry_run:
         print(json.dumps({"model_name": recipe.name, "model_config": recipe.model_config(args),

@@ -100,7 +100,7 @@ def load_checkpoint(path: str | Path, expected_model: str | None = None, flag: s
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except PermissionError as error:
         raise UserError(f"cannot read checkpoint {source}: {error.strerror}") from error
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError,
+    except (OSError, pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, IndexError, TypeError,
             AttributeError, ImportError, UnicodeDecodeError) as error:  # what a damaged pickle or zip can raise
         raise _unreadable_checkpoint(path, source, error) from error
     if not isinstance(checkpoint, dict):

@@ -39,6 +39,11 @@ class Family:
     batch_size: int  # of the one-process runs; even: the 2-process run takes half of it per rank
     seed: int
     pinned_epoch_losses: list[float]  # mean train_loss of epochs 1-3, pinned on the CPU reference machine
+    # Families that batch by size (speech recognition): --max-tokens instead of -bs; the 2-process run keeps the
+    # budget per rank and is compared with one process accumulating 2 batches per step.
+    max_tokens: int | None = None
+    corpus: str = "synthetic_corpus"  # the session fixture of its data (tests/conftest.py)
+    sampling_rate: int = 22050
     ddp_equal: bool = True  # 2 processes of batch B take the steps of 1 process of batch 2B
     ddp_unequal_reason: str = ""  # why not, when ddp_equal is False (then 2 ranks must still agree and train)
     ddp_rel_tolerance: float = 1e-4  # how far apart the two curves may drift by float rounding alone
@@ -76,6 +81,13 @@ FAMILIES = {
         # Two players at lr 1e-2 amplify the different rounding of DDP's averaged gradients: 3e-4 by step 10, from
         # 1e-6 at the first steps.
         ddp_rel_tolerance=1e-3),
+    "wav2vec2": Family(  # pre-training; train_loss: contrastive + 0.1 x diversity + 10 x feature penalty, per masked frame
+        flags=["pretrain", "--conv-feature-layers", "[(32,10,5)]+[(32,3,2)]*2+[(32,2,2)]", "--encoder-layers", "2",
+               "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+               "--final-dim", "16", "--latent-vars", "8", "--num-negatives", "5", "--conv-pos", "8",
+               "--conv-pos-groups", "4", "--max-updates", "1000", "--warmup-updates", "4"],
+        learning_rate=2e-3, batch_size=2, seed=5, max_tokens=100_000, corpus="synthetic_asr_corpus",
+        sampling_rate=16000, pinned_epoch_losses=[2.5939891636371613, 1.8783893883228302, 1.8322886129220326]),
 }
 
 
@@ -87,12 +99,19 @@ def family_of(name: str) -> Family:
 
 
 def run_args(name: str, corpus, output: Path, *extra: str, batch_size: int | None = None) -> list[str]:
-    """train.py arguments for family `name`'s tiny model on the synthetic corpus, on the CPU; `extra` flags win."""
+    """train.py arguments for family `name`'s tiny model on its synthetic corpus, on the CPU; `extra` flags win."""
     family = family_of(name)
-    return ["-m", name, "-o", str(output), "-d", str(corpus.dataset_dir),
-            "--training-files", str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist),
-            "-bs", str(batch_size or family.batch_size), "-lr", str(family.learning_rate), "--seed", str(family.seed),
+    if family.max_tokens is not None:  # a speech-recognition corpus in fairseq's layout
+        data = ["--data", str(corpus.directory), "--max-tokens", str(family.max_tokens)]
+    else:
+        data = ["-d", str(corpus.dataset_dir), "--training-files", str(corpus.train_filelist),
+                "--validation-files", str(corpus.val_filelist), "-bs", str(batch_size or family.batch_size)]
+    return ["-m", name, "-o", str(output), *data, "-lr", str(family.learning_rate), "--seed", str(family.seed),
             "--num-workers", "0", "--quiet", "--cpu", *family.flags, *extra]
+
+
+def corpus_of(name: str, request):
+    return request.getfixturevalue(family_of(name).corpus)
 
 
 def test_every_registered_family_has_an_entry():
@@ -109,21 +128,25 @@ def dry_run_output(name: str, corpus, output: Path, capsys) -> dict:
 
 
 @pytest.mark.parametrize("name", RECIPES)
-def test_dry_run_prints_the_configuration_and_trains_nothing(name, synthetic_corpus, tmp_path, capsys):
+def test_dry_run_prints_the_configuration_and_trains_nothing(name, request, tmp_path, capsys):
     family = family_of(name)
-    printed = dry_run_output(name, synthetic_corpus, tmp_path / "run", capsys)
+    printed = dry_run_output(name, corpus_of(name, request), tmp_path / "run", capsys)
     assert printed["model_name"] == name
-    assert printed["args"]["learning_rate"] == family.learning_rate
-    assert printed["args"]["batch_size"] == family.batch_size and printed["args"]["epochs"] == 3
+    assert printed["args"]["learning_rate"] == family.learning_rate and printed["args"]["epochs"] == 3
+    if family.max_tokens is None:
+        assert printed["args"]["batch_size"] == family.batch_size
+    else:
+        assert printed["args"]["max_tokens"] == family.max_tokens
     model = get_recipe(name).build_model(printed["model_config"])  # the printed config is the model's, as JSON
     assert sum(parameter.numel() for parameter in model.parameters()) > 0
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())  # no log, no checkpoint
 
 
 @pytest.mark.parametrize("name", RECIPES)
-def test_loss_falls_to_pinned_values_and_resume_is_exact(name, synthetic_corpus, tmp_path, capsys):
+def test_loss_falls_to_pinned_values_and_resume_is_exact(name, request, tmp_path, capsys):
     family = family_of(name)
-    check_pinned_losses_and_exact_resume(lambda output, *extra: run_args(name, synthetic_corpus, output, *extra),
+    corpus = corpus_of(name, request)
+    check_pinned_losses_and_exact_resume(lambda output, *extra: run_args(name, corpus, output, *extra),
                                          family.pinned_epoch_losses, tmp_path)
     straight = tmp_path / "straight"
     # The epoch's loss is the mean over its iterations, not the last one.
@@ -133,10 +156,13 @@ def test_loss_falls_to_pinned_values_and_resume_is_exact(name, synthetic_corpus,
     # The checkpoint holds the model as --dry-run describes it, and what inference needs besides the weights.
     checkpoint = load_checkpoint(straight / f"checkpoint_{name}_last.pt", expected_model=name)
     assert checkpoint["epoch"] == 3 and checkpoint["iteration"] == len(iteration_losses)
-    assert checkpoint["model_config"] == dry_run_output(name, synthetic_corpus, tmp_path / "dry", capsys)[
-        "model_config"]
-    assert checkpoint["audio_params"]["sampling_rate"] == 22050
-    assert (checkpoint["text"] is not None) == (get_recipe(name).text_processor is not None)
+    assert checkpoint["model_config"] == dry_run_output(name, corpus, tmp_path / "dry", capsys)["model_config"]
+    assert checkpoint["audio_params"]["sampling_rate"] == family.sampling_rate
+    # The text front-end travels in the checkpoint when the recipe has one for this run (wav2vec 2.0: fine-tuning's).
+    recipe = get_recipe(name)
+    run = train.parse_run_args(run_args(name, corpus, straight, "--epochs", "3"))
+    text = recipe.text_processor(run) if recipe.text_processor is not None else None
+    assert checkpoint["text"] == (text.to_dict() if text is not None else None)
 
 
 def train_on_two_processes(arguments: list[str]) -> list[dict]:
@@ -151,20 +177,22 @@ def train_on_two_processes(arguments: list[str]) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", RECIPES)
-def test_two_processes_agree_and_train_as_one_on_the_global_batch(name, synthetic_corpus, tmp_path):
+def test_two_processes_agree_and_train_as_one_on_the_global_batch(name, request, tmp_path):
     """Rank r takes every second batch of B of the one permutation, and DDP averages the gradients: with a loss that is
-    a mean over equal items and no per-rank randomness, that is the step one process takes on the batch of 2B."""
+    a mean over equal items and no per-rank randomness, that is the step one process takes on the batch of 2B (for a
+    family batching by size: the step one process takes accumulating the same two batches)."""
     family = family_of(name)
+    corpus = corpus_of(name, request)
     ddp = tmp_path / "ddp"
-    ranks = train_on_two_processes(run_args(name, synthetic_corpus, ddp, "--epochs", "2",
-                                            batch_size=family.batch_size // 2))
+    ranks = train_on_two_processes(run_args(name, corpus, ddp, "--epochs", "2", batch_size=family.batch_size // 2))
     # Parameters, not buffers: BatchNorm's running statistics are each rank's own since DDP last broadcast rank 0's.
     assert ranks[0].keys() == ranks[1].keys()
     for key in ranks[0]:
         assert torch.equal(ranks[0][key], ranks[1][key]), f"{key} differs between the ranks"
     parameters = [r["data"] for r in read_dllogger_file(ddp / "nvlog.json") if r["step"] == "PARAMETER"
                   and "world_size" in r["data"]]
-    assert parameters[0]["world_size"] == 2 and parameters[0]["global_batch_size"] == family.batch_size
+    assert parameters[0]["world_size"] == 2
+    assert parameters[0]["global_batch_size"] == (family.batch_size if family.max_tokens is None else None)
     _, checkpoint = load_trained_model(get_recipe(name), ddp / f"checkpoint_{name}_2.pt", torch.device("cpu"))
     assert checkpoint["world_size"] == 2 and len(checkpoint["rng_states"]) == 2
     assert not any(key.startswith("module.") for key in checkpoint["state_dict"])
@@ -177,7 +205,8 @@ def test_two_processes_agree_and_train_as_one_on_the_global_batch(name, syntheti
         assert len(epochs) == 2 and epochs[1] < epochs[0]
         return
     torch.set_num_threads(1)
-    train.main(run_args(name, synthetic_corpus, tmp_path / "single", "--epochs", "2"))
+    accumulation = ["--grad-accumulation", "2"] if family.max_tokens is not None else []
+    train.main(run_args(name, corpus, tmp_path / "single", "--epochs", "2", *accumulation))
     single_losses = train_losses(tmp_path / "single" / "nvlog.json", 2)
     assert len(ddp_losses) == len(single_losses) >= 6
     assert ddp_losses == pytest.approx(single_losses, rel=family.ddp_rel_tolerance, abs=1e-5)

@@ -4,7 +4,9 @@
         [--save-logits] [--cpu] [--bf16|--amp] [--benchmark-repeats 20]
     python inference.py -m wav2vec2 --checkpoint CKPT -i a.wav b.flac -o out/
 
--i takes one fairseq manifest (.tsv) or audio files of any rate (resampled to the model's). Utterances are batched by
+--checkpoint takes a fine-tuned checkpoint of ours, NVIDIA's or fairseq's (read without unpickling code,
+wav2vec2/checkpoints.py). -i takes one fairseq manifest (.tsv) or audio files of any rate (resampled to 16 kHz, the
+rate of every published wav2vec 2.0). Utterances are batched by
 length (less padding) and the model is padding-aware, so a batch gives each utterance what it gets alone; results
 come back in input order. Greedy CTC decoding. With references beside the manifest (<stem>.wrd, else <stem>.ltr),
 WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
@@ -19,11 +21,12 @@ from pathlib import Path
 
 import torch
 
-from common.checkpoint import load_trained_model
+from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
 from common.registry import get_recipe
+from wav2vec2 import checkpoints
 from wav2vec2.data_function import load_audio, read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -49,19 +52,22 @@ class Utterance:
     reference: str | None = None
 
 
-def read_inputs(inputs: list[str], sampling_rate: int) -> list[Utterance]:
-    """The utterances of a manifest (with its references, if any) or of audio files, in input order."""
+def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False) -> list[Utterance]:
+    """The utterances of a manifest (with its references, if any) or of audio files, in input order; `normalize`:
+    zero mean and unit variance per utterance, for models trained so (Large)."""
     if len(inputs) == 1 and inputs[0].endswith(".tsv"):
         manifest = read_manifest(inputs[0], sampling_rate, resample=True)
         references = reference_lines(Path(inputs[0]), len(manifest.entries))
-        return [Utterance(number, relative, load_audio(manifest.root / relative, sampling_rate, resample=True),
+        return [Utterance(number, relative, load_audio(manifest.root / relative, sampling_rate, resample=True,
+                                                       source=manifest.source(number - 1), normalize=normalize),
                           references[number - 1] if references else None)
                 for number, (relative, _) in enumerate(manifest.entries, 1)]
     utterances = []
     for number, name in enumerate(inputs, 1):
         if name.endswith(".tsv"):
             raise UserError(f"-i {name}: give one manifest alone, or audio files")
-        utterances.append(Utterance(number, name, load_audio(Path(name), sampling_rate, resample=True)))
+        utterances.append(Utterance(number, name, load_audio(Path(name), sampling_rate, resample=True,
+                                                             source="-i", normalize=normalize)))
     return utterances
 
 
@@ -80,23 +86,25 @@ def reference_lines(manifest: Path, count: int) -> list[str] | None:
     return None
 
 
-def load_model(args: argparse.Namespace, device: torch.device) -> tuple[torch.nn.Module, Dictionary, int]:
-    recipe = get_recipe("wav2vec2")
-    model, checkpoint = load_trained_model(recipe, args.checkpoint, device, flag="--checkpoint")
-    if "vocab_size" not in checkpoint["model_config"]:
+def load_model(args: argparse.Namespace, device: torch.device) -> tuple[torch.nn.Module, Dictionary]:
+    """The CTC model of --checkpoint (ours, NVIDIA's or fairseq's fine-tuned file) and its dictionary."""
+    found = checkpoints.read_any_checkpoint(args.checkpoint, "--checkpoint")
+    config = found["model_config"]
+    if "vocab_size" not in config:
         raise UserError(f"--checkpoint {args.checkpoint} is a pre-trained wav2vec 2.0 without a CTC head; "
                         "fine-tune it first (train.py -m wav2vec2 finetune --w2v-path ...)")
+    model = get_recipe("wav2vec2").build_model(config)
+    load_model_state(model, found["state_dict"], describe_source(args.checkpoint, "--checkpoint"))
     if args.labels_path:
         dictionary = Dictionary.load(args.labels_path)
-    elif checkpoint.get("text"):
-        dictionary = Dictionary.from_dict(checkpoint["text"])
+    elif found["symbols"]:
+        dictionary = Dictionary.from_dict({"symbols": found["symbols"]})
     else:
         raise UserError(f"--checkpoint {args.checkpoint} carries no dictionary; give --labels-path dict.ltr.txt")
-    if len(dictionary) != checkpoint["model_config"]["vocab_size"]:
+    if len(dictionary) != config["vocab_size"]:
         raise UserError(f"the dictionary has {len(dictionary)} symbols but the checkpoint's CTC head has "
-                        f"{checkpoint['model_config']['vocab_size']} outputs: give the dictionary it was trained with")
-    sampling_rate = checkpoint.get("audio_params", {}).get("sampling_rate", 16000)
-    return model, dictionary, sampling_rate
+                        f"{config['vocab_size']} outputs: give the dictionary it was trained with (--labels-path)")
+    return model.to(device).eval(), dictionary
 
 
 def batches_by_length(utterances: list[Utterance], batch_size: int) -> list[list[Utterance]]:
@@ -121,14 +129,18 @@ def recognise(model, batch: list[Utterance], device, dtype) -> tuple[torch.Tenso
     return output["logits"].float(), output["padding_mask"]
 
 
+SAMPLING_RATE = 16000
+
+
 def run(args: argparse.Namespace) -> None:
     check_inference_args(args)
     if args.batch_size < 1:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
     device, dtype = inference_device(args), inference_dtype(args)
     torch.manual_seed(args.seed)
-    model, dictionary, sampling_rate = load_model(args, device)
-    utterances = read_inputs(args.input, sampling_rate)
+    model, dictionary = load_model(args, device)
+    sampling_rate = SAMPLING_RATE
+    utterances = read_inputs(args.input, sampling_rate, normalize=model.config["normalize"])
     logger = open_run_logger(args)
     output = Path(args.output)
     logger.parameters({"model_name": "wav2vec2", "checkpoint": args.checkpoint, "batch_size": args.batch_size,

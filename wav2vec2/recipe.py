@@ -25,7 +25,6 @@ import torch
 from torch import nn
 
 from common.audio import AudioParams
-from common.checkpoint import load_checkpoint, model_state_from_checkpoint
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import DataSplits, Recipe, StepOutput
 from common.schedules import TriStageSchedule, schedule_from_args
@@ -93,7 +92,10 @@ def init_weights(model: nn.Module, args: argparse.Namespace) -> None:
     """Fine-tuning starts from --w2v-path's encoder (a resumed run then loads its own checkpoint over it)."""
     if args.mode == "finetune" and args.w2v_path:
         _, state = load_pretrained(args.w2v_path)
-        model.load_pretrained(state)
+        try:
+            model.load_pretrained(state)
+        except ValueError as error:
+            raise UserError(f"--w2v-path {args.w2v_path}: {error}") from error
 
 
 def set_num_updates(model: nn.Module, num_updates: int) -> None:

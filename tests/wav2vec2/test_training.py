@@ -1,0 +1,62 @@
+"""wav2vec 2.0 fine-tuning through train.py (pre-training's house tests are in tests/test_families.py): the CTC loss
+falls to pinned values and resumes exactly, validation reports WER and CER over the whole set and keeps the best
+checkpoint, a pre-trained checkpoint of ours starts it, the encoder stays frozen for --freeze-finetune-updates."""
+import pytest
+import torch
+
+import train
+from common.checkpoint import load_checkpoint
+from common.errors import UserError
+from common.logger import read_dllogger_file
+from tests.test_families import FAMILIES, run_args
+from tests.training_runs import check_pinned_losses_and_exact_resume, train_losses
+
+TINY_ARCHITECTURE = [flag for flag in FAMILIES["wav2vec2"].flags if flag != "pretrain"][:-4]  # no schedule flags
+FINETUNING = ["finetune", *TINY_ARCHITECTURE, "--mask-prob", "0.2", "--mask-channel-prob", "0.1",
+              "--mask-channel-length", "4", "--encoder-layerdrop", "0.0", "--max-updates", "1000"]
+
+
+def finetune_args(corpus, output, *extra):
+    arguments = run_args("wav2vec2", corpus, output, *FINETUNING, *extra)
+    arguments.remove("pretrain")
+    return arguments
+
+
+def test_fine_tuning_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_asr_corpus, tmp_path):
+    check_pinned_losses_and_exact_resume(lambda output, *extra: finetune_args(synthetic_asr_corpus, output, *extra),
+                                         [3514.792683919271, 3408.1587727864585, 3268.596638997396], tmp_path)
+
+
+def test_validation_reports_wer_and_cer_and_keeps_the_best_checkpoint(synthetic_asr_corpus, tmp_path):
+    train.main(finetune_args(synthetic_asr_corpus, tmp_path, "--epochs", "2"))
+    validations = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_wer" in r["data"]]
+    assert len(validations) == 2 and all(0 <= v["val_wer"] and 0 <= v["val_cer"] for v in validations)
+    best = load_checkpoint(tmp_path / "checkpoint_wav2vec2_best.pt")
+    assert best["best_metric_value"] == min(v["val_wer"] for v in validations)
+    assert best["text"]["symbols"][:4] == ["<s>", "<pad>", "</s>", "<unk>"]  # the dictionary travels with the model
+    assert best["model_config"]["vocab_size"] == len(best["text"]["symbols"])
+
+
+def test_fine_tuning_starts_from_a_pretrained_checkpoint_of_ours(synthetic_asr_corpus, tmp_path):
+    train.main(run_args("wav2vec2", synthetic_asr_corpus, tmp_path / "pretrain", "--epochs", "1"))
+    pretrained_path = tmp_path / "pretrain" / "checkpoint_wav2vec2_last.pt"
+    pretrained = load_checkpoint(pretrained_path)
+    # No architecture flags: the model is the pre-trained file's. Frozen for all its updates.
+    train.main(["-m", "wav2vec2", "finetune", "--w2v-path", str(pretrained_path), "--data",
+                str(synthetic_asr_corpus.directory), "-o", str(tmp_path / "finetune"), "--max-tokens", "100000",
+                "-lr", "1e-3", "--epochs", "1", "--max-updates", "100", "--freeze-finetune-updates", "100",
+                "--num-workers", "0", "--quiet", "--cpu"])
+    finetuned = load_checkpoint(tmp_path / "finetune" / "checkpoint_wav2vec2_last.pt")
+    assert finetuned["model_config"]["encoder_embed_dim"] == pretrained["model_config"]["encoder_embed_dim"] == 32
+    assert finetuned["model_config"]["feature_grad_mult"] == 0.0 and finetuned["model_config"]["mask_prob"] == 0.5
+    for key, value in pretrained["state_dict"].items():  # the encoder is the pre-trained one
+        if not key.startswith(("quantizer.", "project_q.", "final_proj.")):
+            assert torch.equal(finetuned["state_dict"]["w2v_encoder.w2v_model." + key], value), key
+    assert finetuned["state_dict"]["w2v_encoder.proj.weight"].shape == (32, 32)  # the CTC head: 32 letters
+    assert finetuned["iteration"] > 0
+
+
+def test_a_pretrained_file_that_does_not_fit_is_one_clear_error(synthetic_asr_corpus, tmp_path):
+    with pytest.raises(UserError, match="--w2v-path .*missing.txt"):
+        train.main(finetune_args(synthetic_asr_corpus, tmp_path, "--epochs", "1", "--w2v-path",
+                                 str(tmp_path / "missing.txt")))

@@ -9,7 +9,7 @@ from common.checkpoint import load_checkpoint
 from common.errors import UserError
 from common.logger import read_dllogger_file
 from tests.test_families import FAMILIES, run_args
-from tests.training_runs import check_pinned_losses_and_exact_resume, train_losses
+from tests.training_runs import check_pinned_losses_and_exact_resume
 
 TINY_ARCHITECTURE = [flag for flag in FAMILIES["wav2vec2"].flags if flag != "pretrain"][:-4]  # no schedule flags
 FINETUNING = ["finetune", *TINY_ARCHITECTURE, "--mask-prob", "0.2", "--mask-channel-prob", "0.1",

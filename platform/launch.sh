@@ -2,6 +2,7 @@
 # One parametrised launcher behind every platform/<MACHINE>_<model>_<PRECISION>_<N>NGPU_train.sh file:
 #   platform/launch.sh MACHINE MODEL PRECISION NGPU [extra train.py flags]
 #   MACHINE: DGX1 | DGXA100 | DGXH100    MODEL: tacotron2 | waveglow | hifigan    PRECISION: AMP | BF16 | FP32 | TF32
+#   (and MODEL wav2vec2-pretrain | wav2vec2-finetune: see the wav2vec 2.0 rows below)
 # It launches exactly NGPU processes (scripts/launch_training.sh: torchrun for NGPU > 1). Environment overrides:
 #   DATA_DIR (data/LJSpeech-1.1), OUTPUT_DIR (./output), BATCH_SIZE, GRAD_ACCUMULATION, EPOCHS, PYTHON,
 #   DRY_RUN=1 prints the launch command instead of running it.
@@ -27,6 +28,17 @@ case "$precision" in
 esac
 case "$machine" in DGX1|DGXA100|DGXH100) ;; *) echo "unknown machine '$machine'" >&2; exit 2 ;; esac
 case "$ngpu" in ''|*[!0-9]*) echo "NGPU must be a number, got '$ngpu'" >&2; exit 2 ;; esac
+
+# wav2vec 2.0 (MODEL wav2vec2-pretrain or wav2vec2-finetune; NVIDIA publishes DGX A100 runs on 1, 4 and 8 GPUs):
+# scripts/pretrain_wav2vec2.sh and scripts/finetune_wav2vec2.sh hold the recipe and split NVIDIA's global batch by
+# the GPU count, GPUs x concatenated x accumulated max-tokens batches per update:
+#   pre-training (64): 1 GPU 8 x 8, 4 GPUs 8 x 2, 8 GPUs 8 x 1; fine-tuning (8): 1 GPU 8 x 1, 4 GPUs 2 x 1, 8 GPUs 1 x 1
+# Their environment applies: DATA_DIR (the manifests), OUTPUT_DIR, MODEL=base|large, SUBSET=1h|10h|100h|960h,
+# PRETRAINED_MODEL, NUM_CONCAT_BATCHES, UPDATE_FREQ.
+case "$model" in
+    wav2vec2-pretrain|wav2vec2-finetune)
+        NUM_GPUS=$ngpu PRECISION=${precision,,} exec bash "scripts/${model#wav2vec2-}_wav2vec2.sh" "$@" ;;
+esac
 
 case "$model" in
     tacotron2) model_flags=(-m Tacotron2 --load-mel-from-disk

@@ -1,0 +1,196 @@
+"""Intelligibility of synthesized speech: what a wav2vec 2.0 recognizer hears in it, scored against the text the speech
+was made from.
+
+    python -m scripts.intelligibility --asr CKPT --wavs DIR --texts FILE [-o DIR] [--suffix S] [-bs 8] [--cpu]
+        [--bf16|--amp] [--espeak-ceiling [--voice en-us] [--rate 175]]
+    python -m scripts.intelligibility --asr output/asr/checkpoint_wav2vec2_best.pt --wavs output/demo/wavs \
+        --texts phrases/phrase.txt --espeak-ceiling -o output/intelligibility      # after make demo
+
+--asr is a fine-tuned (CTC) wav2vec 2.0 checkpoint. The wavs are text-to-wav's outputs: audio_<n><--suffix>.wav for
+each non-empty line n of --texts (line numbers from 1, as `inference.py -m Tacotron2` names them), at any sampling
+rate (resampled to the recognizer's). The reference of line n is its text as the ASR corpus writes its .wrd labels:
+numbers, abbreviations and symbols spelled out by english_cleaners (the text front-end the TTS models read: "Dr." ->
+DOCTOR, "10" -> TEN), then upper case letters and apostrophes only (scripts.data.librispeech.librispeech_words). The
+recognizer's words are scored against it with jiwer: CER and WER per file, and over all files together (edits summed
+over the files, divided by the references' total length: not a mean of per-file rates).
+
+--espeak-ceiling also has eSpeak NG speak each line (its english_cleaners form, what the TTS model reads) and
+scores those renderings the same way: what the recognizer makes of the voice it was trained on is the ceiling a TTS
+model trained on that voice can reach. A mistake (a missing folder or file, a wav without its line or a line without
+its wav) ends in one `error: ...` line naming it. With -o, intelligibility.json holds every number and transcript.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+from common.errors import UserError, UserFileNotFoundError, exit_on_user_error
+from common.arguments import add_device_args
+from common.inference_args import inference_device, inference_dtype
+from common.text.cleaners import english_cleaners
+from scripts.data.librispeech import librispeech_words
+from wav2vec2.decoding import error_counts, error_rates, transcripts
+from wav2vec2.inference import SAMPLING_RATE, batches_by_length, load_model, read_inputs, recognise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="CER and WER of synthesized speech, heard by a wav2vec 2.0 "
+                                                 "recognizer, against the text it was made from", allow_abbrev=False)
+    parser.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
+    parser.add_argument("--wavs", required=True, help="folder of audio_<line number><suffix>.wav files")
+    parser.add_argument("--texts", required=True, help="the text file the wavs were synthesized from, one per line")
+    parser.add_argument("--suffix", default="", help="the --suffix text-to-wav was given (audio_<n><suffix>.wav)")
+    parser.add_argument("-o", "--output", default=None, help="write intelligibility.json (and eSpeak's wavs) here")
+    parser.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
+    parser.add_argument("--labels-path", default=None,
+                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
+    parser.add_argument("--espeak-ceiling", action="store_true",
+                        help="also score eSpeak NG's renderings of the same lines (the recognizer's ceiling)")
+    parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
+    parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
+    parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
+    add_device_args(parser)
+    return parser
+
+
+def reference_words(text: str) -> str:
+    """A line of input text as the ASR corpus's .wrd labels write it: english_cleaners' spoken form (numbers and
+    abbreviations spelled out), then upper case letters and apostrophes, one space between words."""
+    return librispeech_words(english_cleaners(text))
+
+
+def numbered_lines(texts: Path) -> dict[int, str]:
+    """{line number (from 1): text} of the non-empty lines, as text-to-wav numbers its outputs."""
+    if not texts.is_file():
+        raise UserFileNotFoundError(f"--texts {texts}: file not found")
+    try:
+        lines = texts.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise UserError(f"--texts {texts} is not UTF-8 text: {error}") from error
+    numbered = {number: line.strip() for number, line in enumerate(lines, 1) if line.strip()}
+    if not numbered:
+        raise UserError(f"--texts {texts} has no text (every line is empty)")
+    return numbered
+
+
+def pair_wavs_with_lines(wavs: Path, texts: Path, suffix: str = "") -> list[tuple[int, str, Path]]:
+    """(line number, text, wav) for every non-empty line of `texts`, its wav audio_<n><suffix>.wav in `wavs`. Every
+    line needs its wav and every such wav its line; what is missing on either side is named."""
+    if not wavs.is_dir():
+        raise UserFileNotFoundError(f"--wavs {wavs}: folder not found")
+    lines = numbered_lines(texts)
+    pattern = re.compile(r"audio_(\d+)" + re.escape(suffix) + r"\.wav")
+    found = {int(match.group(1)): path for path in wavs.iterdir()
+             if (match := pattern.fullmatch(path.name)) is not None}
+    if not found:
+        raise UserError(f"--wavs {wavs} holds no audio_<n>{suffix}.wav files (text-to-wav's outputs; set --suffix "
+                        "if they were written with one)")
+    missing = [f"audio_{number}{suffix}.wav for line {number}" for number in sorted(lines) if number not in found]
+    unmatched = [f"{found[number].name} (no text on line {number})" for number in sorted(found) if number not in lines]
+    if missing or unmatched:
+        problems = (["missing " + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")] if missing else []) + (
+            ["without a line " + ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")] if unmatched
+            else [])
+        raise UserError(f"--wavs {wavs} has {len(found)} audio_<n>{suffix}.wav files but --texts {texts} has "
+                        f"{len(lines)} non-empty lines: {'; '.join(problems)}")
+    return [(number, lines[number], found[number]) for number in sorted(lines)]
+
+
+def score(references: list[str], hypotheses: list[str]) -> tuple[list[dict], dict]:
+    """Per-file CER and WER (percent) and the overall rates from the summed edits."""
+    per_file, totals = [], None
+    for reference, hypothesis in zip(references, hypotheses):
+        sums = error_counts([reference], [hypothesis])
+        totals = {key: (totals or {}).get(key, 0.0) + value for key, value in sums.items()}
+        per_file.append({**error_rates(sums), **sums})
+    return per_file, {**error_rates(totals), **totals}
+
+
+class Recognizer:
+    """The checkpoint's model and letters, on the device of the flags; transcribes wav files of any rate."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.device, self.dtype = inference_device(args), inference_dtype(args)
+        self.batch_size = args.batch_size
+        loading = argparse.Namespace(checkpoint=args.asr, labels_path=args.labels_path)
+        try:
+            self.model, self.dictionary = load_model(loading, self.device)
+        except UserError as error:  # its messages name inference.py's flag
+            raise UserError(str(error).replace("--checkpoint", "--asr")) from error
+
+    def transcribe(self, paths: list[Path]) -> list[str]:
+        utterances = read_inputs([str(path) for path in paths], SAMPLING_RATE,
+                                 normalize=self.model.config["normalize"])
+        heard = {}
+        for batch in batches_by_length(utterances, self.batch_size):
+            logits, frame_padding_mask = recognise(self.model, batch, self.device, self.dtype)
+            for utterance, text in zip(batch, transcripts(logits, frame_padding_mask, self.dictionary)):
+                heard[utterance.number] = text
+        return [heard[number] for number in range(1, len(utterances) + 1)]
+
+
+def evaluate(recognizer: Recognizer, pairs: list[tuple[int, str, Path]]) -> dict:
+    references = [reference_words(text) for _, text, _ in pairs]
+    hypotheses = recognizer.transcribe([wav for _, _, wav in pairs])
+    per_file, overall = score(references, hypotheses)
+    files = [{"line": number, "wav": str(wav), "text": text, "reference": reference, "hypothesis": hypothesis, **rates}
+             for (number, text, wav), reference, hypothesis, rates in zip(pairs, references, hypotheses, per_file)]
+    return {"files": files, **overall}
+
+
+def render_with_espeak(pairs: list[tuple[int, str, Path]], folder: Path, voice: str,
+                       rate: int) -> list[tuple[int, str, Path]]:
+    """eSpeak NG's audio_<n>.wav of each line's english_cleaners form, at its own sampling rate."""
+    import soundfile
+
+    from scripts.data.espeak import synthesize
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rendered = []
+    for number, text, _ in pairs:
+        samples, sampling_rate = synthesize(english_cleaners(text), voice=voice, words_per_minute=rate)
+        path = folder / f"audio_{number}.wav"
+        soundfile.write(path, samples, sampling_rate, subtype="PCM_16")
+        rendered.append((number, text, path))
+    return rendered
+
+
+def print_report(name: str, report: dict, quiet: bool) -> None:
+    if not quiet:
+        print(f"{name}:")
+        print("| line | CER % | WER % | reference | heard |")
+        print("| --- | --- | --- | --- | --- |")
+        for file in report["files"]:
+            print(f"| {file['line']} | {file['cer']:.1f} | {file['wer']:.1f} | {file['reference']} | "
+                  f"{file['hypothesis']} |")
+    print(f"{name}: CER {report['cer']:.2f} %, WER {report['wer']:.2f} % over {len(report['files'])} files "
+          f"({report['chars']:.0f} characters, {report['words']:.0f} words)")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.batch_size < 1:
+        raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
+    pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
+    torch.manual_seed(1234)
+    recognizer = Recognizer(args)
+    result = {"asr": args.asr, "wavs": args.wavs, "texts": args.texts, "synthesized": evaluate(recognizer, pairs)}
+    print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)
+    if args.espeak_ceiling:
+        folder = Path(args.output) / "espeak" if args.output else Path(args.wavs).parent / "espeak_ceiling"
+        result["espeak"] = evaluate(recognizer, render_with_espeak(pairs, folder, args.voice, args.rate))
+        result["espeak"].update(voice=args.voice, rate=args.rate, wavs=str(folder))
+        print_report(f"eSpeak NG ceiling ({args.voice}, {args.rate} wpm)", result["espeak"], args.quiet)
+    if args.output:
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        (Path(args.output) / "intelligibility.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    exit_on_user_error(main)

@@ -16,8 +16,6 @@ import numpy as np
 import torch
 
 import train
-from common.arguments import parse_args
-from common.registry import model_name_in
 
 
 def main() -> None:
@@ -32,7 +30,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the result here")
     options = parser.parse_args(argv[:split])
     train_argv = argv[split + 1:]
-    args = parse_args(train.build_parser(model_name_in(train_argv)), train_argv)
+    args = train.parse_run_args(train_argv)  # as train.py reads them (presets, the reference's spellings)
 
     from common.registry import get_recipe
     from common.trainer import Trainer

@@ -40,9 +40,10 @@ MODE_DEFAULTS = {
     # NVIDIA's Base pre-training: Adam (0.9, 0.98, eps 1e-6), decoupled weight decay 0.01, polynomial decay with
     # warm-up, clipping at 25.
     "pretrain": dict(weight_decay=0.01, grad_clip_thresh=25.0, adam_eps=1e-6, lr_schedule="warmup-polynomial"),
-    # NVIDIA's Base fine-tuning: eps 1e-8, no weight decay, tri-stage (10 % / 40 % / 50 % of --max-updates unless
-    # given), mask 0.5 / channel mask off, LayerDrop 0.1, dropouts as fairseq's base_960h.
-    "finetune": dict(weight_decay=0.0, grad_clip_thresh=25.0, adam_eps=1e-8, lr_schedule="tri-stage",
+    # NVIDIA's Base fine-tuning: eps 1e-8, no weight decay, no clipping (its scripts pass no --clip_norm), tri-stage
+    # (10 % / 40 % / 50 % of --max-updates unless given), mask 0.5 / channel mask off, LayerDrop 0.1, dropouts as
+    # fairseq's base_960h.
+    "finetune": dict(weight_decay=0.0, grad_clip_thresh=0.0, adam_eps=1e-8, lr_schedule="tri-stage",
                      init_lr_scale=0.01, final_lr_scale=0.05),
 }
 FINETUNE_CONFIG_DEFAULTS = dict(feature_grad_mult=0.0, mask_prob=0.5, mask_length=10, mask_channel_prob=0.0,

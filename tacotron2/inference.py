@@ -34,6 +34,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tacotron2", required=True, help="Tacotron 2 checkpoint (ours or NVIDIA's published one)")
     group.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=None,
                        help="run Tacotron 2 through TorchScript (default: on with --cpu)")
+    group.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
+                       help="the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
+                            "fast_inference_step); --compile implies it")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
     group.add_argument("--max-decoder-steps", type=int, default=None, help="default: the checkpoint's")
     group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")
@@ -80,7 +83,15 @@ class Synthesizer:
         self.vocoder = load_vocoder(args, self.device, self.audio_params)
         self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
                                                 f"the Tacotron 2 checkpoint {args.tacotron2}")
-        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu"
+        fast = args.fast_decoder or args.compile
+        if fast and args.torchscript:
+            raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
+                            f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
+        if args.compile:
+            self.tacotron2.decoder.compile_step()
+        else:
+            self.tacotron2.decoder.fast = args.fast_decoder
+        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu" and not fast
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
 
     @torch.no_grad()

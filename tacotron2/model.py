@@ -24,6 +24,10 @@ What differs from NVIDIA's code (all of it fixes):
 - The prenet's always-on dropout takes its masks from an optional torch.Generator (reproducible synthesis) or
   from the caller (`prenet_masks`).
 
+Speed. `Decoder.step` is the decoder as the paper and NVIDIA write it, and `forward` and `infer` run it by default.
+`Decoder.fast = True` (--fast-decoder, or --compile) runs the same computation rearranged, equal to rounding: see
+"The fast decoder" below. Inference never synchronises with the host per step on a GPU (see Decoder.infer).
+
 Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
 `F.dropout(x, 0.5, training=True)` of their Prenet by `x * keep_mask * 2`, feeding the same boolean keep masks here
 as `prenet_masks` (forward: (2, B, steps, prenet_dim); infer: (steps, 2, B, prenet_dim)). With a batch of one (or
@@ -106,8 +110,16 @@ class LocationLayer(nn.Module):
 
     def __init__(self, n_filters: int, kernel_size: int, attention_dim: int):
         super().__init__()
+        self.kernel_size = kernel_size
         self.location_conv = ConvNorm(2, n_filters, kernel_size, bias=False)
         self.location_dense = LinearNorm(n_filters, attention_dim, bias=False, w_init_gain="tanh")
+
+    def merged_weight(self) -> Tensor:
+        """(2 * kernel_size, attention_dim): the convolution and the projection (both linear, without bias) as one
+        matrix over the windows of unfold_attention_weights. One small product instead of a convolution whose
+        fixed cost, at these sizes, is most of its time on a CPU."""
+        conv = self.location_conv.conv.weight  # (n_filters, 2, kernel_size)
+        return conv.reshape(conv.size(0), -1).t() @ self.location_dense.linear_layer.weight.t()
 
     def forward(self, previous_weights: Tensor) -> Tensor:
         """(B, 2, T_in) -> (B, T_in, attention_dim)"""
@@ -144,6 +156,159 @@ class DecoderState(NamedTuple):
     attention_context: Tensor
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The fast decoder: the reference step's computation as functions of tensors alone (which torch.compile takes),
+# with the weights merged into fewer, larger products. Decoder.forward_fast and Decoder.fast_step use them.
+
+
+def lstm_cell(gates: Tensor, cell: Tensor) -> Tuple[Tensor, Tensor]:
+    """nn.LSTMCell's update from the sum of its input and hidden products plus biases (gates in PyTorch's order:
+    input, forget, cell, output) -> (hidden, cell)."""
+    input_gate, forget_gate, cell_gate, output_gate = gates.chunk(4, dim=1)
+    cell = torch.sigmoid(forget_gate) * cell + torch.sigmoid(input_gate) * torch.tanh(cell_gate)
+    return torch.sigmoid(output_gate) * torch.tanh(cell), cell
+
+
+def unfold_attention_weights(previous_weights: Tensor, kernel_size: int) -> Tensor:
+    """(B, 2, T_in) -> (B, T_in, 2 * kernel_size): the window of (previous, cumulative) weights that the location
+    convolution reads at each position, zero-padded at both ends as the convolution is."""
+    pad = (kernel_size - 1) // 2
+    windows = F.pad(previous_weights, (pad, pad)).unfold(2, kernel_size, 1)  # (B, 2, T_in, kernel_size)
+    return windows.transpose(1, 2).reshape(previous_weights.size(0), previous_weights.size(2), -1)
+
+
+def location_sensitive_attention(query: Tensor, previous_weights: Tensor, query_weight: Tensor,
+                                 location_weight: Tensor, location_kernel_size: int, energy_weight: Tensor,
+                                 processed_memory: Tensor, memory: Tensor, padding: Tensor) -> Tuple[Tensor, Tensor]:
+    """LocationSensitiveAttention.forward with the location layer as one product (LocationLayer.merged_weight)."""
+    location = unfold_attention_weights(previous_weights, location_kernel_size) @ location_weight
+    energies = F.linear(torch.tanh(F.linear(query, query_weight).unsqueeze(1) + location + processed_memory),
+                        energy_weight).squeeze(2)
+    weights = torch.softmax(energies.masked_fill(padding, float("-inf")), dim=1)
+    context = torch.bmm(weights.unsqueeze(1).to(memory.dtype), memory).squeeze(1)
+    return context, weights
+
+
+class FastStepWeights(NamedTuple):
+    attention_lstm: Tensor  # (4 * attention_rnn_dim, prenet_dim + memory_dim + attention_rnn_dim): [W_ih | W_hh]
+    attention_lstm_bias: Tensor  # b_ih + b_hh
+    query: Tensor
+    location: Tensor  # LocationLayer.merged_weight
+    energy: Tensor
+    decoder_lstm: Tensor  # (4 * decoder_rnn_dim, attention_rnn_dim + memory_dim + decoder_rnn_dim)
+    decoder_lstm_bias: Tensor
+    projection: Tensor  # (n_mel * r + 1, decoder_rnn_dim + memory_dim): the frames' projection, then the gate's
+    projection_bias: Tensor
+
+
+def fast_inference_step(prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
+                        padding: Tensor, weights: FastStepWeights, location_kernel_size: int, n_frames_per_step: int,
+                        n_mel_channels: int) -> Tuple[Tensor, Tensor, DecoderState]:
+    """Decoder.step at inference (no attention or decoder dropout), equal to rounding: each LSTM's two products
+    are one, the frames' and the gate's projections are one."""
+    attention_hidden, attention_cell = lstm_cell(
+        F.linear(torch.cat([prenet_output, state.attention_context, state.attention_hidden], dim=1),
+                 weights.attention_lstm, weights.attention_lstm_bias), state.attention_cell)
+    context, attention_weights = location_sensitive_attention(
+        attention_hidden, torch.stack([state.attention_weights, state.attention_weights_cum], dim=1), weights.query,
+        weights.location, location_kernel_size, weights.energy, processed_memory, memory, padding)
+    decoder_hidden, decoder_cell = lstm_cell(
+        F.linear(torch.cat([attention_hidden, context, state.decoder_hidden], dim=1), weights.decoder_lstm,
+                 weights.decoder_lstm_bias), state.decoder_cell)
+    output = F.linear(torch.cat([decoder_hidden, context], dim=1), weights.projection, weights.projection_bias)
+    frames = output[:, :-1].reshape(-1, n_frames_per_step, n_mel_channels)
+    state = DecoderState(attention_hidden, attention_cell, decoder_hidden, decoder_cell, attention_weights,
+                         state.attention_weights_cum + attention_weights, context)
+    return frames, output[:, -1], state
+
+
+class DecoderStepFunctions(NamedTuple):
+    """The fast decoder's per-step functions: these, or their torch.compile'd versions (Decoder.compile_step)."""
+    lstm_cell: object
+    attention: object
+    inference_step: object
+
+
+EAGER_STEP_FUNCTIONS = DecoderStepFunctions(lstm_cell, location_sensitive_attention, fast_inference_step)
+
+
+class StepwiseLinear:
+    """x_s @ weight^T at every step s of one teacher-forced pass, with the weight's gradient formed once.
+
+    Autograd would give each step's product its own weight gradient, an outer product of the step's few rows
+    (the batch) that is as large as the weight, and add it into the sum: for NVIDIA's LSTMs, tens of megabytes
+    written and read again per step. Here each step's backward only keeps its output gradient and input, and the
+    weight's gradient is one product over all of them, formed when autograd has run every step's backward (see
+    _WeightGradientOfSteps). Build one per forward pass; under autocast it computes in autocast's dtype."""
+
+    def __init__(self, weight: Tensor):
+        device_type = weight.device.type
+        if torch.is_autocast_enabled(device_type):
+            weight = weight.to(torch.get_autocast_dtype(device_type))
+        self.tape = _StepTape(weight)
+        self.weight = _WeightGradientOfSteps.apply(weight, self.tape)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return _StepProduct.apply(x.to(self.weight.dtype), self.weight, self.tape)
+
+    @staticmethod
+    def matmul(rows: Tensor, weight: Tensor) -> Tensor:
+        """rows (M, in) @ weight (out, in)^T, computed as (weight @ rows^T)^T: MKL's product for a few rows against
+        a large matrix is up to 1.4x faster this way round on the CPUs measured (batch 4), and as fast at 8-32.
+        Made contiguous, as the reference's products are: dropout draws its masks in memory order."""
+        return (weight @ rows.t()).t().contiguous()
+
+
+class _StepTape:
+    """What the steps' backward passes keep for the weight's gradient. It holds no tensor of the graph until the
+    backward pass (the autograd functions' contexts point to it: a graph tensor here would be a reference cycle)."""
+
+    def __init__(self, weight: Tensor):
+        # The backward's (rows x out) @ (out x in) product, done as weight^T @ rows^T: see StepwiseLinear.matmul.
+        self.weight_transposed = weight.detach().t().contiguous()
+        self.inputs: list[Tensor] = []
+        self.output_grads: list[Tensor] = []
+
+
+class _WeightGradientOfSteps(torch.autograd.Function):
+    """The weight as the steps read it. Its backward runs after the backward of every step that the loss reached
+    (autograd orders it so), whichever steps those are, and turns what they kept into the weight's gradient."""
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, tape: _StepTape) -> Tensor:
+        ctx.set_materialize_grads(False)  # the steps pass no gradient here: no weight-sized zeros
+        ctx.tape = tape
+        return weight.view_as(weight)
+
+    @staticmethod
+    def backward(ctx, _):
+        tape = ctx.tape
+        if not tape.output_grads:
+            return None, None
+        grad_weight = torch.cat(tape.output_grads).t() @ torch.cat(tape.inputs)
+        tape.inputs, tape.output_grads = [], []
+        return grad_weight, None
+
+
+class _StepProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, tape: _StepTape) -> Tensor:
+        ctx.save_for_backward(x)
+        ctx.tape = tape
+        with torch.autocast(x.device.type, enabled=False):  # StepwiseLinear already cast x and the weight
+            return StepwiseLinear.matmul(x, weight)
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor):
+        (x,) = ctx.saved_tensors
+        tape = ctx.tape
+        if ctx.needs_input_grad[1]:  # kept for _WeightGradientOfSteps
+            tape.inputs.append(x)
+            tape.output_grads.append(grad_output)
+        grad_x = StepwiseLinear.matmul(grad_output, tape.weight_transposed) if ctx.needs_input_grad[0] else None
+        return grad_x, None, None
+
+
 class Decoder(nn.Module):
     """Autoregressive decoder: each step reads the previous frame and attends to the memory to emit r new frames."""
 
@@ -163,6 +328,19 @@ class Decoder(nn.Module):
         self.linear_projection = LinearNorm(decoder_rnn_dim + encoder_embedding_dim,
                                             n_mel_channels * n_frames_per_step)
         self.gate_layer = LinearNorm(decoder_rnn_dim + encoder_embedding_dim, 1, w_init_gain="sigmoid")
+        # Which loop forward and infer run: False, step by step through self.step; True, the fast decoder (the same
+        # computation rearranged, see forward_fast and fast_step). A run-time choice: not in the model's config.
+        self.fast = False
+        self.step_functions = EAGER_STEP_FUNCTIONS
+        # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
+        # up to this many - 1 steps are decoded past the last stop and cut off.
+        self.accelerator_stop_check_interval = 16
+
+    def compile_step(self) -> None:
+        """torch.compile the fast decoder's per-step work (and use the fast decoder). Dropout stays outside the
+        compiled functions, so compiled and eager runs draw the same masks."""
+        self.fast = True
+        self.step_functions = DecoderStepFunctions(*(torch.compile(function) for function in EAGER_STEP_FUNCTIONS))
 
     def initial_state(self, memory: Tensor) -> DecoderState:
         batch, text_length = memory.size(0), memory.size(1)
@@ -193,26 +371,33 @@ class Decoder(nn.Module):
                              state.attention_weights_cum + weights, context)
         return frames, gate, state
 
-    def forward(self, memory: Tensor, text_lengths: Tensor, mel: Tensor, prenet_masks: Optional[Tensor],
-                generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor, Tensor]:
-        """Teacher forcing: mel (B, n_mel, T) -> mel (B, n_mel, T), gate (B, steps), alignments (B, steps, T_in),
-        where steps = ceil(T / r)."""
+    def teacher_forced_prenet(self, mel: Tensor, prenet_masks: Optional[Tensor], generator: Optional[torch.Generator]
+                              ) -> Tensor:
+        """(B, n_mel, T) targets -> (B, ceil(T / r), prenet_dim): what each teacher-forced step reads. Step s reads
+        the last frame of group s - 1; step 0 reads an all-zero "go" frame."""
         batch, n_frames = mel.size(0), mel.size(2)
         r = self.n_frames_per_step
         n_steps = (n_frames + r - 1) // r
-        # Step s reads the last frame of group s - 1; step 0 reads an all-zero "go" frame.
         targets = mel.transpose(1, 2)
         inputs = torch.cat([targets.new_zeros(batch, 1, self.n_mel_channels), targets[:, r - 1::r][:, :n_steps - 1]],
                            dim=1)
         if prenet_masks is None:
             prenet_masks = self.prenet.draw_keep_masks([batch, n_steps], mel.device, generator)
-        prenet_outputs = self.prenet(inputs, prenet_masks)
+        return self.prenet(inputs, prenet_masks)
 
+    def forward(self, memory: Tensor, text_lengths: Tensor, mel: Tensor, prenet_masks: Optional[Tensor],
+                generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor, Tensor]:
+        """Teacher forcing: mel (B, n_mel, T) -> mel (B, n_mel, T), gate (B, steps), alignments (B, steps, T_in),
+        where steps = ceil(T / r)."""
+        if self.fast:
+            return self.forward_fast(memory, text_lengths, mel, prenet_masks, generator)
+        n_frames = mel.size(2)
+        prenet_outputs = self.teacher_forced_prenet(mel, prenet_masks, generator)
         processed_memory = self.attention_layer.memory_layer(memory)
         padding = ~lengths_to_mask(text_lengths, memory.size(1))
         state = self.initial_state(memory)
         frames, gates, alignments = [], [], []
-        for s in range(n_steps):
+        for s in range(prenet_outputs.size(1)):
             step_frames, gate, state = self.step(prenet_outputs[:, s], state, memory, processed_memory, padding)
             frames.append(step_frames)
             gates.append(gate)
@@ -220,11 +405,93 @@ class Decoder(nn.Module):
         mel_out = torch.cat(frames, dim=1)[:, :n_frames].transpose(1, 2)
         return mel_out, torch.stack(gates, dim=1), torch.stack(alignments, dim=1)
 
+    @torch.jit.unused
+    def forward_fast(self, memory: Tensor, text_lengths: Tensor, mel: Tensor, prenet_masks: Optional[Tensor],
+                     generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor, Tensor]:
+        """forward's computation, equal to rounding, rearranged for training speed. A step of the reference loop
+        spends most of its time on the two LSTMs' weights: reading them for the step's product, and in the backward
+        pass reading them again, writing a whole weight-sized outer product for the step's gradient and adding it
+        into the gradient so far. Here:
+        - the recurrent products go through StepwiseLinear, whose weight gradient is one product over all steps
+          after the loop, and each LSTM's input and hidden products are one product;
+        - what does not depend on the previous step is done for all steps at once before or after the loop: the
+          prenet's share of the attention LSTM's input, the projections to frames and gate;
+        - the location layer's convolution and projection are one small product (location_sensitive_attention).
+        Dropout draws its masks in the reference's order, so a seed gives the same masks in both loops."""
+        n_frames = mel.size(2)
+        r = self.n_frames_per_step
+        prenet_outputs = self.teacher_forced_prenet(mel, prenet_masks, generator)
+        batch, n_steps, prenet_dim = prenet_outputs.shape
+        processed_memory = self.attention_layer.memory_layer(memory)
+        padding = ~lengths_to_mask(text_lengths, memory.size(1))
+        attention_rnn, decoder_rnn = self.attention_rnn, self.decoder_rnn
+        # unbind, not [:, s]: the gradient of each indexing would be a zero tensor the size of all steps.
+        attention_gates_from_prenet = F.linear(prenet_outputs, attention_rnn.weight_ih[:, :prenet_dim],
+                                               attention_rnn.bias_ih + attention_rnn.bias_hh).unbind(1)
+        attention_recurrent = StepwiseLinear(torch.cat([attention_rnn.weight_ih[:, prenet_dim:],
+                                                        attention_rnn.weight_hh], dim=1))
+        decoder_recurrent = StepwiseLinear(torch.cat([decoder_rnn.weight_ih, decoder_rnn.weight_hh], dim=1))
+        decoder_bias = decoder_rnn.bias_ih + decoder_rnn.bias_hh
+        attention = self.attention_layer
+        location_weight = attention.location_layer.merged_weight()
+        location_kernel_size = attention.location_layer.kernel_size
+        cell, attend = self.step_functions.lstm_cell, self.step_functions.attention
+        state = self.initial_state(memory)
+        hidden_and_context, alignments = [], []
+        for s in range(n_steps):
+            gates = attention_gates_from_prenet[s] + attention_recurrent(
+                torch.cat([state.attention_context, state.attention_hidden], dim=1))
+            attention_hidden, attention_cell = cell(gates, state.attention_cell)
+            attention_hidden = F.dropout(attention_hidden, self.p_attention_dropout, self.training)
+            context, weights = attend(
+                attention_hidden, torch.stack([state.attention_weights, state.attention_weights_cum], dim=1),
+                attention.query_layer.linear_layer.weight, location_weight, location_kernel_size,
+                attention.v.linear_layer.weight, processed_memory, memory, padding)
+            gates = decoder_recurrent(torch.cat([attention_hidden, context, state.decoder_hidden], dim=1)) + decoder_bias
+            decoder_hidden, decoder_cell = cell(gates, state.decoder_cell)
+            decoder_hidden = F.dropout(decoder_hidden, self.p_decoder_dropout, self.training)
+            state = DecoderState(attention_hidden, attention_cell, decoder_hidden, decoder_cell, weights,
+                                 state.attention_weights_cum + weights, context)
+            hidden_and_context.append(torch.cat([decoder_hidden, context], dim=1))
+            alignments.append(weights)
+        projection_input = torch.stack(hidden_and_context, dim=1)  # (B, steps, decoder_rnn_dim + memory_dim)
+        mel_out = self.linear_projection(projection_input).view(batch, n_steps * r, self.n_mel_channels)
+        gate = self.gate_layer(projection_input).squeeze(2)
+        return mel_out[:, :n_frames].transpose(1, 2), gate, torch.stack(alignments, dim=1)
+
+    @torch.jit.unused
+    def fast_step_weights(self) -> FastStepWeights:
+        """The weights fast_step reads, merged once per inference call (a few milliseconds for NVIDIA's size)."""
+        attention_rnn, decoder_rnn, attention = self.attention_rnn, self.decoder_rnn, self.attention_layer
+        return FastStepWeights(
+            attention_lstm=torch.cat([attention_rnn.weight_ih, attention_rnn.weight_hh], dim=1),
+            attention_lstm_bias=attention_rnn.bias_ih + attention_rnn.bias_hh,
+            query=attention.query_layer.linear_layer.weight,
+            location=attention.location_layer.merged_weight(),
+            energy=attention.v.linear_layer.weight,
+            decoder_lstm=torch.cat([decoder_rnn.weight_ih, decoder_rnn.weight_hh], dim=1),
+            decoder_lstm_bias=decoder_rnn.bias_ih + decoder_rnn.bias_hh,
+            projection=torch.cat([self.linear_projection.linear_layer.weight, self.gate_layer.linear_layer.weight]),
+            projection_bias=torch.cat([self.linear_projection.linear_layer.bias, self.gate_layer.linear_layer.bias]))
+
+    @torch.jit.unused
+    def fast_step(self, prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
+                  padding: Tensor, weights: Optional[FastStepWeights]) -> Tuple[Tensor, Tensor, DecoderState]:
+        """step's computation at inference (no dropout), equal to rounding, with fewer and larger products."""
+        assert weights is not None
+        return self.step_functions.inference_step(prenet_output, state, memory, processed_memory, padding, weights,
+                                                  self.attention_layer.location_layer.kernel_size,
+                                                  self.n_frames_per_step, self.n_mel_channels)
+
     def infer(self, memory: Tensor, text_lengths: Tensor, max_steps: int, gate_threshold: float, early_stopping: bool,
-              generator: Optional[torch.Generator], prenet_masks: Optional[Tensor]
+              generator: Optional[torch.Generator], prenet_masks: Optional[Tensor], stop_check_interval: int = 1
               ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Free running -> mel (B, n_mel, steps*r), per-utterance steps (B,), alignments (B, steps, T_in),
-        stopped (B,) bool: whether the gate fired before max_steps."""
+        stopped (B,) bool: whether the gate fired before max_steps.
+
+        Outputs go into tensors allocated once, and whether every utterance has stopped is read on the host only
+        every stop_check_interval steps: on a GPU that read waits for all queued work, which would otherwise stall
+        the queue every step. Steps decoded past the stop are cut off, so every interval gives the same results."""
         batch = memory.size(0)
         processed_memory = self.attention_layer.memory_layer(memory)
         padding = ~lengths_to_mask(text_lengths, memory.size(1))
@@ -232,22 +499,36 @@ class Decoder(nn.Module):
         frame = memory.new_zeros(batch, self.n_mel_channels)
         n_steps = torch.zeros(batch, dtype=torch.long, device=memory.device)
         stopped = torch.zeros(batch, dtype=torch.bool, device=memory.device)
-        frames, alignments = [], []
+        fast = self.fast and not self.training  # the fast step has no attention or decoder dropout
+        weights = self.fast_step_weights() if fast else None
+        frames = alignments = torch.empty(0)  # (max_steps, B, r, n_mel) and (max_steps, B, T_in), from step 0's dtype
+        steps_run = 0
         for s in range(max_steps):
             # One mask for the whole batch, so an utterance's output does not depend on its batch-mates.
             keep_masks = (prenet_masks[s] if prenet_masks is not None
                           else self.prenet.draw_keep_masks([1], memory.device, generator))
-            step_frames, gate, state = self.step(self.prenet(frame, keep_masks), state, memory, processed_memory,
-                                                 padding)
-            frames.append(step_frames)
-            alignments.append(state.attention_weights)
+            prenet_output = self.prenet(frame, keep_masks)
+            if fast:
+                step_frames, gate, state = self.fast_step(prenet_output, state, memory, processed_memory, padding,
+                                                          weights)
+            else:
+                step_frames, gate, state = self.step(prenet_output, state, memory, processed_memory, padding)
+            if s == 0:
+                frames = step_frames.new_empty([max_steps] + list(step_frames.shape))
+                alignments = state.attention_weights.new_empty([max_steps] + list(state.attention_weights.shape))
+            frames[s] = step_frames
+            alignments[s] = state.attention_weights
+            steps_run = s + 1
             n_steps += (~stopped).long()  # the step whose gate fires is counted: it holds the last frame
             stopped = stopped | (torch.sigmoid(gate.float()) > gate_threshold)
             frame = step_frames[:, -1]
-            if early_stopping and bool(stopped.all()):
+            if early_stopping and steps_run % stop_check_interval == 0 and bool(stopped.all()):
                 break
-        mel = torch.cat(frames, dim=1).transpose(1, 2)
-        return mel, n_steps, torch.stack(alignments, dim=1), stopped
+        if early_stopping and bool(stopped.all()):
+            steps_run = int(n_steps.max())  # the step where the last utterance stopped; later ones are cut off
+        mel = frames[:steps_run].transpose(0, 1).reshape(batch, steps_run * self.n_frames_per_step,
+                                                          self.n_mel_channels).transpose(1, 2)
+        return mel, n_steps, alignments[:steps_run].transpose(0, 1), stopped
 
 
 class Postnet(nn.Module):
@@ -369,8 +650,11 @@ class Tacotron2(nn.Module):
             raise ValueError(f"prenet_masks has {prenet_masks.size(0)} steps, fewer than max_decoder_steps={max_steps}")
         with torch.no_grad():
             memory = self.encode(text, text_lengths)
+            # On the CPU a check costs nothing and stopping late costs steps; on a GPU a check stalls the queue.
+            stop_check_interval = 1 if text.device.type == "cpu" else self.decoder.accelerator_stop_check_interval
             mel, n_steps, alignments, stopped = self.decoder.infer(
-                memory, text_lengths, max_steps, threshold, self.early_stopping, generator, prenet_masks)
+                memory, text_lengths, max_steps, threshold, self.early_stopping, generator, prenet_masks,
+                stop_check_interval)
             mel_lengths = n_steps * self.n_frames_per_step
             valid = lengths_to_mask(mel_lengths, mel.size(2)).unsqueeze(1)
             mel = mel.masked_fill(~valid, 0.0)

@@ -25,15 +25,25 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     add_text_args(parser)
     parser.add_argument("--disable-uniform-initialize-bn-weight", action="store_true",
                         help="keep PyTorch's BatchNorm weight init instead of NVIDIA's U(0, 1)")
+    parser.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
+                        help="the decoder loop rearranged for speed, equal to rounding (tacotron2/model.py: "
+                             "Decoder.forward_fast); --compile implies it")
 
 
-def initialize_batchnorm_uniform(model: nn.Module, args: argparse.Namespace) -> None:
-    """NVIDIA's training re-draws every BatchNorm weight from U(0, 1); kept for parity unless disabled."""
+def prepare_for_training(model: nn.Module, args: argparse.Namespace) -> None:
+    """NVIDIA's training re-draws every BatchNorm weight from U(0, 1) (kept for parity unless disabled); and
+    --fast-decoder chooses the decoder loop (a run-time choice, so it is not in the model config)."""
+    model.decoder.fast = args.fast_decoder
     if args.disable_uniform_initialize_bn_weight:
         return
     for module in model.modules():
         if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.affine:
             nn.init.uniform_(module.weight)
+
+
+def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
+    """--compile: the fast decoder, its per-step work compiled (Decoder.compile_step)."""
+    model.decoder.compile_step()
 
 
 def model_config(args: argparse.Namespace) -> dict:
@@ -99,7 +109,8 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
-    init_weights=initialize_batchnorm_uniform,
+    init_weights=prepare_for_training,
+    compile_model=compile_model,
     text_processor=lambda args: TextProcessor(args.text_cleaners),
     batch_sampler=batch_sampler,
     loss_items=loss_items,

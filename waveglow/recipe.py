@@ -36,6 +36,11 @@ def compute_loss(model: nn.Module, batch, args: argparse.Namespace) -> StepOutpu
     return StepOutput(loss=loss, items=audio.numel())  # audio samples: batch * segment_length
 
 
+def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
+    """--compile: every coupling network compiled (WaveGlow.compile_coupling)."""
+    model.compile_coupling()
+
+
 def validation_report(model: nn.Module, batch, args: argparse.Namespace) -> dict:
     """A vocoded validation crop to listen to in TensorBoard."""
     mel, _ = batch
@@ -52,5 +57,6 @@ RECIPE = Recipe(
     batch_to_device=crops_to_device,
     compute_loss=compute_loss,
     validation_report=validation_report,
+    compile_model=compile_model,
     config_from_reference=arg_parser.config_from_reference,
 )

@@ -62,6 +62,8 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
         raise UserError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {flag} {path} has "
                          f"{model.WN[0].n_channels} channels (from its config); drop the flag")
     remove_weight_norm(model)
+    if args.compile:
+        model.compile_coupling()
     if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op
         model = model.to(torch.float16 if args.amp else torch.bfloat16)
     audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")

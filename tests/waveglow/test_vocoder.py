@@ -37,7 +37,7 @@ def nvidia_checkpoint(tmp_path_factory):
 
 def vocoder_args(**overrides):
     values = dict(wn_channels=None, amp=False, bf16=False, sigma_infer=0.6, denoising_strength=0.0,
-                  denoiser_mode="zeros", seed=11)
+                  denoiser_mode="zeros", seed=11, compile=False)
     return argparse.Namespace(**{**values, **overrides})
 
 

@@ -254,8 +254,9 @@ class StepwiseLinear:
     @staticmethod
     def matmul(rows: Tensor, weight: Tensor) -> Tensor:
         """rows (M, in) @ weight (out, in)^T, computed as (weight @ rows^T)^T: MKL's product for a few rows against
-        a large matrix is up to 1.4x faster this way round on the CPUs measured (batch 4), and as fast at 8-32.
-        Made contiguous, as the reference's products are: dropout draws its masks in memory order."""
+        a large matrix is faster this way round on the CPU measured (a whole training step at NVIDIA's size, one
+        thread: 1.30x at batch 4, 1.07x at 8, 1.03x at 16). Made contiguous, as the reference's products are:
+        dropout draws its masks in memory order."""
         return (weight @ rows.t()).t().contiguous()
 
 

@@ -20,7 +20,9 @@ Paths, each timed on the same inputs, interleaved repeat by repeat:
              view it read before it was made contiguous (reproduced here by a patch, see strided_conditioning)
   fast       --fast-decoder (tacotron2/model.py: Decoder.forward_fast, fast_inference_step), WaveGlow as it is now
   compiled   --compile: torch.compile of the fast decoder's step and of WaveGlow's coupling networks; the compile
-             time (first call minus a steady call) is reported apart from the steady-state time
+             time (first call minus a steady call) is reported apart from the steady-state time. It is shorter when
+             inductor's on-disk caches hold an earlier run's graphs: TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 measures
+             a first compile
 
 Precisions: fp32 for every target, bf16 (autocast) beside it for the training step and text to wav. bf16 is timed
 only where the CPU computes it natively (AVX512-BF16 or AMX) unless --bf16 on: elsewhere it is emulated and far

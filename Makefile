@@ -1,6 +1,7 @@
 # make demo  -- builds the synthetic corpus, trains a small Tacotron 2 on CPU, synthesizes phrases/phrase.txt
+# make demo-asr -- builds the eSpeak NG ASR corpus, trains a small wav2vec 2.0 CTC model on CPU, reports CER/WER
 # make test  -- runs the test suite
-.PHONY: setup setup-test demo test
+.PHONY: setup setup-test demo demo-asr test
 
 setup:
 	bash scripts/setup.sh
@@ -10,6 +11,9 @@ setup-test:
 
 demo: setup
 	bash scripts/demo.sh
+
+demo-asr: setup
+	bash scripts/demo_asr.sh
 
 test: setup-test
 	.venv/bin/python -m pytest -q tests

@@ -69,6 +69,10 @@ def test_demo_preset_is_a_small_from_scratch_ctc_model():
 
 
 def test_make_target_runs_the_script_after_setup():
-    completed = subprocess.run(["make", "-n", "demo-asr"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # Under `make test` the inherited MAKELEVEL/MAKEFLAGS would make it print "Entering directory" lines.
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    completed = subprocess.run(["make", "--no-print-directory", "-n", "demo-asr"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=60, env=environment)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/demo_asr.sh"]

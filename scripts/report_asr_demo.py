@@ -15,11 +15,13 @@ import json
 from pathlib import Path
 
 from common.logger import read_dllogger_file
+from wav2vec2.data_function import read_manifest
 
 SPLITS = ("test_sentences", "test_voice")
 DESCRIPTIONS = {"test_sentences": "held-out sentences, training voices",
                 "test_voice": "the held-out sentences spoken by a voice never heard in training"}
 EXAMPLES = 3  # transcripts shown per split
+SAMPLING_RATE = 16000  # the ASR corpus's (scripts/data/asr_corpus.py)
 
 
 def log_records(path: Path) -> list[dict]:
@@ -62,11 +64,10 @@ def split_summary(inference_log: Path) -> dict:
 def corpus_summary(data: Path) -> dict:
     sizes = {}
     for split in ("train", "valid", *SPLITS):
-        manifest = data / f"{split}.tsv"
-        if manifest.is_file():
-            rows = manifest.read_text(encoding="utf-8").splitlines()[1:]
-            sizes[split] = {"utterances": len(rows),
-                            "minutes": sum(int(row.split("\t")[1]) for row in rows) / 16000 / 60}
+        if (data / f"{split}.tsv").is_file():
+            manifest = read_manifest(data / f"{split}.tsv", check_audio=False)
+            samples = sum(num_samples for _, num_samples in manifest.entries)
+            sizes[split] = {"utterances": len(manifest), "minutes": samples / SAMPLING_RATE / 60}
     return sizes
 
 

@@ -13,9 +13,11 @@ fit) is a common.errors.UserError naming the file (and the flag that gave it, wh
 """
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -35,29 +37,53 @@ def last_checkpoint_pointer(output_dir: str | Path, model_name: str) -> Path:
     return Path(output_dir) / f"checkpoint_{model_name}_last.pt"
 
 
-def save_checkpoint(checkpoint: dict, path: str | Path) -> None:
-    """Write to a temporary file in the same folder, flush it to disk, then rename: a crash never leaves half a file."""
-    path = Path(path)
+@contextmanager
+def _replaced_whole(path: Path):
+    """Yields a temporary path beside `path`; what the block writes there then replaces `path` in one rename, so a
+    crash never leaves half a file. A write the system refuses (a full disk, a folder without write permission) is a
+    UserError naming `path`; the temporary is removed either way."""
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(temporary, "wb") as handle:
-            torch.save(checkpoint, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
+        if temporary.is_symlink() or temporary.exists():  # left by a crashed process of the same id
             temporary.unlink()
+        yield temporary
+        os.replace(temporary, path)
+    except OSError as error:
+        raise _unwritable(path, error) from error
+    finally:
+        if temporary.is_symlink() or temporary.exists():
+            temporary.unlink()
+
+
+def save_checkpoint(checkpoint: dict, path: str | Path) -> None:
+    """Write `checkpoint` to `path` whole or not at all (flushed to disk before it takes the name)."""
+    with _replaced_whole(Path(path)) as temporary, open(temporary, "wb") as handle:
+        torch.save(checkpoint, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def point_last_checkpoint_to(output_dir: str | Path, model_name: str, target: Path) -> None:
     """Repoint checkpoint_<model>_last.pt (a relative symlink) at target, atomically."""
-    pointer = last_checkpoint_pointer(output_dir, model_name)
-    temporary = pointer.with_name(f".{pointer.name}.tmp-{os.getpid()}")
-    if temporary.is_symlink() or temporary.exists():
-        temporary.unlink()
-    os.symlink(target.name, temporary)
-    os.replace(temporary, pointer)
+    with _replaced_whole(last_checkpoint_pointer(output_dir, model_name)) as temporary:
+        os.symlink(target.name, temporary)
+
+
+def _unwritable(path: Path, error: OSError) -> UserError:
+    """A write the system refused (ENOSPC, EDQUOT, EACCES, EROFS...), as the user's to fix."""
+    advice = ("free space on that disk" if error.errno in (errno.ENOSPC, errno.EDQUOT)
+              else "make the folder writable or write elsewhere")
+    return UserError(f"cannot write checkpoint {path}: {error.strerror or error} (nothing half-written was left "
+                     f"there, and the checkpoints written before are intact); {advice}")
+
+
+def bytes_in_words(count: float) -> str:
+    """1536 -> '1.5 KiB': sizes in messages."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    power = 0
+    while count >= 1024 and power < len(units) - 1:
+        count, power = count / 1024, power + 1
+    return f"{count:.0f} B" if power == 0 else f"{count:.1f} {units[power]}"
 
 
 def describe_source(path: str | Path, flag: str | None = None) -> str:

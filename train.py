@@ -4,7 +4,7 @@
     torchrun --nproc-per-node 8 train.py -m WaveGlow ...        # or: python -m multiproc train.py -m WaveGlow ...
     python train.py -m Tacotron2 --config-file configs/tacotron2_demo.json -o output/demo
 
-`python train.py -m NAME --help` lists the flags of that model.
+`python train.py -m NAME --help` lists the flags of that model. The exit status is in EXIT_STATUS.
 """
 from __future__ import annotations
 
@@ -13,11 +13,19 @@ import json
 import sys
 
 from common.arguments import add_training_args, parse_args
+from common.errors import USER_ERROR_EXIT_CODE, ArgumentParser
+from common.preemption import PREEMPTED_EXIT_CODE
 from common.registry import RECIPES, get_recipe, model_name_in
+
+EXIT_STATUS = (
+    "exit status: 0 when the run is finished (--epochs, --max-updates or --epochs-this-job reached); "
+    f"{PREEMPTED_EXIT_CODE} when SIGTERM or SIGUSR1 stopped it after the current step and a checkpoint (the same "
+    f"command with --resume-from-last continues exactly); {USER_ERROR_EXIT_CODE} for a mistake in what was given "
+    "(one `error: ...` line); anything else is a bug")
 
 
 def build_parser(model_name: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Train a speech model", allow_abbrev=False)
+    parser = ArgumentParser(description="Train a speech model", allow_abbrev=False, epilog=EXIT_STATUS)
     parser.add_argument("-m", "--model-name", required=True, choices=list(RECIPES))
     add_training_args(parser)
     if model_name in RECIPES:
@@ -44,7 +52,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     from common.trainer import Trainer
 
-    Trainer(recipe, args).train()
+    trainer = Trainer(recipe, args)
+    trainer.train()
+    if trainer.exit_status:
+        sys.exit(trainer.exit_status)
 
 
 if __name__ == "__main__":

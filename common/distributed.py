@@ -14,6 +14,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from common.errors import UserError, one_line
+
 
 @dataclass
 class DistributedContext:
@@ -95,6 +97,29 @@ def all_gather_objects(obj) -> list:
         dist.all_gather_object(gathered, obj)
         return gathered
     return [obj]
+
+
+def any_rank(*flags: bool) -> list[bool]:
+    """For each flag, whether it is set on some rank (one all-reduce for all of them)."""
+    counts = all_reduce_sum(torch.tensor([float(flag) for flag in flags], dtype=torch.float64))
+    return [count > 0 for count in counts.tolist()]
+
+
+def fail_together(failure: UserError | None) -> None:
+    """Every rank calls this at the same point of the run, with the user error it met there (a broken audio file, a
+    full disk) or None. If any rank met one, every rank raises, so that none waits forever in a later collective for
+    a rank that has stopped: the rank that met it raises its own, the others one naming that rank."""
+    if any_rank(failure is not None)[0]:
+        raise_on_every_rank(failure)
+
+
+def raise_on_every_rank(failure: UserError | None) -> None:
+    """The raising half of fail_together, for a caller that already knows (through any_rank) that some rank failed."""
+    messages = all_gather_objects(None if failure is None else one_line(str(failure)))
+    if failure is not None:
+        raise failure
+    rank, message = next((rank, message) for rank, message in enumerate(messages) if message is not None)
+    raise UserError(f"rank {rank} stopped the run: {message}")
 
 
 def barrier() -> None:

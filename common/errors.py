@@ -11,8 +11,9 @@ catch the built-in types keep working.
 """
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Callable
+from typing import Callable, NoReturn
 
 USER_ERROR_EXIT_CODE = 2
 
@@ -25,20 +26,31 @@ class UserFileNotFoundError(UserError, FileNotFoundError):
     """A path the user gave (a checkpoint, a filelist, an input file) does not exist."""
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose own errors (an unknown flag, a bad value) are one `error: ...` line with exit code 2,
+    like every other user mistake, instead of the usage (hundreds of flags for train.py) followed by the message."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USER_ERROR_EXIT_CODE, f"error: {message} (--help lists the flags)\n")
+
+
 _REMOTE_TRACEBACK = "Original Traceback (most recent call last):"
 
 
 def error_line(message: str) -> str:
     """`error: <message>` on one line (a multi-line message from a library is joined, so it stays one line)."""
+    return f"error: {one_line(message)}"
+
+
+def one_line(message: str) -> str:
+    """The message of a user error as one line, without a leading `error: ` (see error_line)."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     if _REMOTE_TRACEBACK in lines:
         # Raised in a DataLoader worker: torch re-raises the same type in the main process with the worker's
         # traceback as the message; its last line is "module.ErrorType: <the message>".
         lines = [lines[-1].split(": ", 1)[-1]]
     message = " ".join(lines)
-    if message.startswith("error: "):
-        message = message[len("error: "):]
-    return f"error: {message}"
+    return message[len("error: "):] if message.startswith("error: ") else message
 
 
 def exit_on_user_error(main: Callable[[], object]) -> None:

@@ -4,12 +4,18 @@ What it does, in order: set up devices, precision and torch.distributed; seed; b
 resume if asked (common/training_state.py); then train step by step (autocast, loss scaling, gradient accumulation
 weighted by each micro-batch's items, clipping, skipping non-finite steps) until --epochs or --max-updates, whichever
 comes first, validating and checkpointing at epoch ends or every N updates.
+
+Long runs: periodic checkpoints are pruned as --keep-last-checkpoints says (common/checkpoint_retention.py), with
+the disk space left logged at each; SIGTERM or SIGUSR1 stops every rank after the same step with a checkpoint
+(common/preemption.py); a user error met by one rank mid-run (a broken audio file, a full disk) ends every rank
+(common.distributed.fail_together) instead of leaving the others waiting; --max-skipped-steps ends a diverged run.
 """
 from __future__ import annotations
 
 import argparse
 import math
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -19,10 +25,12 @@ from torch.utils.data import DataLoader, Dataset
 
 from common import checkpoint as ckpt
 from common.audio import AudioParams
-from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, barrier, init_distributed,
-                                shutdown, wrap_parts)
+from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
+from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, fail_together,
+                                init_distributed, shutdown, wrap_parts)
 from common.errors import UserError
 from common.logger import RunLogger
+from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
 from common.schedules import schedule_from_args
@@ -45,6 +53,19 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
     return nullcontext()
 
 
+def make_output_folder(output: str) -> None:
+    """Create -o/--output and check that files can be written in it: at start-up, not at the first checkpoint."""
+    if Path(output).exists() and not Path(output).is_dir():
+        raise UserError(f"-o/--output {output} is a file; give a folder for the checkpoints and logs")
+    try:
+        Path(output).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output):
+            pass
+    except OSError as error:
+        raise UserError(f"-o/--output {output}: cannot create the folder or write in it: "
+                        f"{error.strerror or error}") from error
+
+
 def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
     """{name: value} added up across ranks (a rank without validation batches has an empty dict)."""
     totals: dict[str, float] = {}
@@ -63,7 +84,7 @@ class Trainer:
         self.device = self.context.device
         configure_backends(args)
         seed_everything(args.seed + self.context.rank)
-        Path(args.output).mkdir(parents=True, exist_ok=True)
+        make_output_folder(args.output)
 
         self.audio_params = AudioParams.from_args(args)
         self.text = recipe.text_processor(args) if recipe.text_processor is not None else None
@@ -92,7 +113,8 @@ class Trainer:
         self.loader_generator = torch.Generator()
         self.train_loader = DataLoader(self.data.train, batch_sampler=self.train_sampler, collate_fn=self.data.collate,
                                        num_workers=args.num_workers, generator=self.loader_generator,
-                                       persistent_workers=False, pin_memory=self.device.type == "cuda")
+                                       persistent_workers=False, pin_memory=self.device.type == "cuda",
+                                       worker_init_fn=ignore_stop_signals)
 
         # Training progress; everything here goes into the checkpoint.
         self.epoch = 0  # index of the epoch in progress (epochs completed once it ends)
@@ -101,12 +123,20 @@ class Trainer:
         self.epoch_sums = torch.zeros(3, dtype=torch.float64)  # loss * steps, steps, items
         self.skipped_steps = 0
         self.best_metric_value = math.inf  # of recipe.best_checkpoint_metric
+        self.retention = RetentionPolicy.from_args(args)
+        self.retained_checkpoints: list[list] = []  # [file name, is milestone] of the newest periodic checkpoints
         resume_from = find_resume_checkpoint(args, recipe.name)
         if resume_from is not None:
             restore_training_state(self, resume_from,
                                    "--checkpoint-path" if args.checkpoint_path else "--resume-from-last")
+        self.first_epoch = self.epoch  # of this invocation, for --epochs-this-job
         self.validated_at = self.saved_at = None  # the iteration of the last validation and checkpoint
+        self.last_checkpoint: Path | None = resume_from  # the last periodic checkpoint written or resumed from
         self.save_due = False
+        self.skipped_in_a_row = 0  # steps, for --max-skipped-steps
+        self.epoch_throughputs: list[float] = []  # items/s of each epoch, for --benchmark-epochs-num
+        self.stop_requests = StopRequests()
+        self.stopped_by: str | None = None  # the stop signal that ended the run early, if one did
         self.parts = wrap_parts(self.model, recipe.parts, self.context, recipe.find_unused_parameters)
         self.logger = RunLogger(Path(args.output) / args.log_file, args.tensorboard_dir,
                                 enabled=self.context.is_main)
@@ -123,35 +153,61 @@ class Trainer:
 
     # ---- the run -----------------------------------------------------------------------------------------------
 
-    def finished(self) -> bool:
+    def finished(self, epochs_done: int | None = None) -> bool:
+        """Whether --epochs, --max-updates or --epochs-this-job is reached (after `epochs_done` epochs if given)."""
         args = self.args
-        return bool((args.epochs and self.epoch >= args.epochs)
-                    or (args.max_updates and self.iteration >= args.max_updates))
+        epochs_done = self.epoch if epochs_done is None else epochs_done
+        return bool((args.epochs and epochs_done >= args.epochs)
+                    or (args.max_updates and self.iteration >= args.max_updates)
+                    or (args.epochs_this_job and epochs_done - self.first_epoch >= args.epochs_this_job))
 
     def train(self) -> None:
-        self.log_parameters()
-        if self.finished() and self.context.is_main:
-            print(f"nothing to train: the resumed run has done {self.epoch} epochs and {self.iteration} updates "
-                  f"(--epochs {self.args.epochs}, --max-updates {self.args.max_updates}); raise them to train "
-                  "further", file=sys.stderr)
+        """Train until the run is finished or a stop signal came; Trainer.exit_status then says which."""
         try:
-            while not self.finished():
-                if not self.train_epoch():
-                    break  # --max-updates reached inside the epoch
-                self.end_epoch()
-            if self.batches_done_in_epoch:  # stopped mid-epoch: validate and keep what was trained
-                if self.validated_at != self.iteration:
-                    self.validate()
-                if self.saved_at != self.iteration:
-                    self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")
-            self.logger.log([], {"run_time": time.time() - self.logger.start_time, "epochs": self.epoch,
-                                 "iterations": self.iteration, "skipped_steps": self.skipped_steps})
+            with self.stop_requests:  # from here on SIGTERM and SIGUSR1 stop the run between two steps
+                self.log_parameters()
+                if self.finished() and self.context.is_main:
+                    print(f"nothing to train: the resumed run has done {self.epoch} epochs and {self.iteration} "
+                          f"updates (--epochs {self.args.epochs}, --max-updates {self.args.max_updates}); raise "
+                          "them to train further", file=sys.stderr)
+                while not self.finished() and self.stopped_by is None:
+                    if self.train_epoch():  # False: --max-updates or a stop signal ended it early
+                        self.end_epoch()
+                if self.stopped_by is not None:
+                    self.save_where_stopped()
+                elif self.batches_done_in_epoch:  # --max-updates ended the run mid-epoch: validate, keep it
+                    if self.validated_at != self.iteration:
+                        self.validate()
+                    if self.saved_at != self.iteration:
+                        self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")
+            self.log_run_summary()
         finally:
             self.logger.close()
             shutdown()
 
+    @property
+    def exit_status(self) -> int:
+        """What train.py exits with: 0 when the run is finished, PREEMPTED_EXIT_CODE when a signal stopped it."""
+        return PREEMPTED_EXIT_CODE if self.stopped_by is not None else 0
+
+    def stop_if_requested(self) -> bool:
+        """Between two optimizer steps, on every rank: whether a stop signal reached some rank. All ranks agree (one
+        all-reduce), so every rank stops after the same step, even when the signal reached only some."""
+        if any_rank(self.stop_requests.received is not None)[0]:
+            self.stopped_by = self.stop_requests.received or "a stop signal sent to another rank"
+        return self.stopped_by is not None
+
+    def save_where_stopped(self) -> None:
+        """After a stop signal: a checkpoint of the step reached (unless one was just written), and how to go on."""
+        if self.saved_at != self.iteration:
+            self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}" if self.batches_done_in_epoch else self.epoch)
+        if self.context.is_main:
+            saved = "nothing was saved (--no-save)" if self.args.no_save else f"saved {self.last_checkpoint}"
+            print(f"stopped by {self.stopped_by} after step {self.iteration}: {saved}; the same command with "
+                  f"--resume-from-last continues exactly from there (exit status {PREEMPTED_EXIT_CODE})", flush=True)
+
     def train_epoch(self) -> bool:
-        """Train the rest of the epoch in progress; False if --max-updates stopped it before its end."""
+        """Train the rest of the epoch in progress; False if --max-updates or a stop signal ended it early."""
         args = self.args
         self.model.train()
         self.train_sampler.set_epoch(self.epoch, skip_batches=self.batches_done_in_epoch)
@@ -164,9 +220,9 @@ class Trainer:
         batches = iter(self.train_loader)
         while remaining > 0:
             step_start = time.perf_counter()
-            micro_batches = [next(batches) for _ in range(min(args.grad_accumulation, remaining))]
+            micro_batches = self.next_micro_batches(batches, min(args.grad_accumulation, remaining))
             remaining -= len(micro_batches)
-            stepped_before = self.iteration
+            stepped_before, skipped_before = self.iteration, self.skipped_steps
             record = self.train_step(micro_batches)
             if self.device.type == "cuda":
                 torch.cuda.synchronize()
@@ -184,18 +240,45 @@ class Trainer:
                 progress.update(len(micro_batches))
             if self.iteration != stepped_before:
                 self.after_update(epoch_ends=remaining == 0)
-            if remaining and self.finished():
+            self.stop_if_diverged(skipped=self.skipped_steps != skipped_before)
+            if remaining and (self.finished() or self.stop_if_requested()):
                 return False
         if progress is not None:
             progress.close()
         epoch_time = time.perf_counter() - epoch_start
         loss_sum, steps, items = self.epoch_sums.tolist()
+        self.epoch_throughputs.append(items / epoch_time)
         self.logger.log([self.epoch + 1], {
             "train_loss": loss_sum / max(steps, 1),  # the mean over the epoch's steps, not the last one
             "train_items_per_sec": items / epoch_time, "train_epoch_time": epoch_time,
             "skipped_steps": self.skipped_steps,
         })
         return True
+
+    def next_micro_batches(self, batches, count: int) -> list:
+        """The epoch's next `count` batches. A broken file met while loading them (here or in a worker process: the
+        error names the file and its filelist line) ends the run on every rank, not only on the rank that met it."""
+        failure = None
+        try:
+            micro_batches = [next(batches) for _ in range(count)]
+        except UserError as error:
+            micro_batches, failure = [], error
+        fail_together(failure)
+        return micro_batches
+
+    def stop_if_diverged(self, skipped: bool) -> None:
+        """--max-skipped-steps N: N steps in a row skipped for a non-finite loss or gradient end the run. Skipped
+        steps change no weights, so the last checkpoint holds the weights from before them. Every rank skips the
+        same steps, so every rank stops here together."""
+        self.skipped_in_a_row = self.skipped_in_a_row + 1 if skipped else 0
+        limit = self.args.max_skipped_steps
+        if limit and self.skipped_in_a_row >= limit:
+            remedy = "a lower learning rate, or bf16 or fp32 instead of --amp"
+            what_to_do = (f"the last checkpoint, {self.last_checkpoint}, holds the weights from before them: resume "
+                          f"from it with --checkpoint-path and {remedy}" if self.last_checkpoint
+                          else f"no checkpoint was written before them: start again with {remedy}")
+            raise UserError(f"--max-skipped-steps {limit}: {limit} steps in a row had a non-finite loss or gradient "
+                            f"(the last at epoch {self.epoch + 1}, batch {self.batches_done_in_epoch}); {what_to_do}")
 
     def after_update(self, epoch_ends: bool) -> None:
         """Validation and checkpoints every N updates (--val-interval-updates, --save-interval-updates)."""
@@ -209,14 +292,22 @@ class Trainer:
                 self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")  # epoch in progress, batches done
 
     def end_epoch(self) -> None:
-        if not self.args.val_interval_updates:
+        """Validate (every --val-interval-epochs epochs and at the end), count the epoch, checkpoint (every
+        --epochs-per-checkpoint epochs and at the end), then heed a stop signal."""
+        args = self.args
+        epochs_done = self.epoch + 1
+        if not args.val_interval_updates and (epochs_done % args.val_interval_epochs == 0
+                                              or self.finished(epochs_done)):
             self.validate(epoch_end=True)
-        self.epoch += 1
+        self.epoch = epochs_done
         self.batches_done_in_epoch = 0
         self.epoch_sums.zero_()
-        if self.epoch % self.args.epochs_per_checkpoint == 0 or self.finished() or self.save_due:
+        if ((args.epochs_per_checkpoint and self.epoch % args.epochs_per_checkpoint == 0) or self.finished()
+                or self.save_due):
             self.save(self.epoch)
             self.save_due = False
+        if not self.finished():
+            self.stop_if_requested()
 
     # ---- one optimizer step ------------------------------------------------------------------------------------
 
@@ -309,6 +400,11 @@ class Trainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
+        if not scaler.is_enabled() and not torch.isfinite(grad_norm):
+            # A finite loss whose gradient overflowed (no loss scaler to catch it): skipped, as the scaler would.
+            self.skipped_steps += 1
+            optimizer.zero_grad(set_to_none=True)
+            return False
         scale_before = scaler.get_scale() if scaler.is_enabled() else None
         scaler.step(optimizer)
         scaler.update()
@@ -345,18 +441,23 @@ class Trainer:
         output_sums: dict[str, float] = {}
         first_batch = None
         start = time.perf_counter()
-        for batch in loader:
-            batch = recipe.batch_to_device(batch, self.device)
-            first_batch = batch if first_batch is None else first_batch
-            with self.autocast():
-                output = recipe.compute_loss(self.model, batch, args)
-                sums = recipe.validation_sums(self.model, batch, args) if recipe.validation_sums else {}
-            # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
-            loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
-            for name, value in output.metrics.items():  # the loss's parts and the like, weighted as the loss
-                output_sums[name] = output_sums.get(name, 0.0) + float(value) * output.items
-            for name, value in sums.items():
-                metric_sums[name] = metric_sums.get(name, 0.0) + float(value)
+        failure = None
+        try:
+            for batch in loader:
+                batch = recipe.batch_to_device(batch, self.device)
+                first_batch = batch if first_batch is None else first_batch
+                with self.autocast():
+                    output = recipe.compute_loss(self.model, batch, args)
+                    sums = recipe.validation_sums(self.model, batch, args) if recipe.validation_sums else {}
+                # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
+                loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
+                for name, value in output.metrics.items():  # the loss's parts and the like, weighted as the loss
+                    output_sums[name] = output_sums.get(name, 0.0) + float(value) * output.items
+                for name, value in sums.items():
+                    metric_sums[name] = metric_sums.get(name, 0.0) + float(value)
+        except UserError as error:  # a broken file: every rank stops, instead of the others waiting for this one
+            failure = error
+        fail_together(failure)
         loss_sum, items = all_reduce_sum(loss_sums).tolist()
         elapsed = time.perf_counter() - start
         record = {"val_loss": loss_sum / items if items > 0 else float("nan"),
@@ -388,18 +489,55 @@ class Trainer:
                 print(f"new best {best} {record[best]:.4f}", flush=True)
 
     def save(self, name_epoch: int | str, point_last: bool = True) -> None:
+        """checkpoint_<model>_<name_epoch>.pt, written by rank 0 for every rank. point_last: a periodic checkpoint,
+        which the `last` link then points at and --keep-last-checkpoints prunes; the best checkpoint is not one.
+        A failed write (a full disk) ends every rank with the error."""
+        if self.args.no_save:
+            return
         rng_states = all_gather_objects(rng_state_for_checkpoint(rng_state()))  # every rank takes part
-        if self.context.is_main:
-            path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
-            ckpt.save_checkpoint(training_state(self, rng_states), path)
-            if point_last:
-                ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
-            print(f"saved checkpoint {path}", flush=True)
-        barrier()
+        path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
+        outdated: list[str] = []
         if point_last:
-            self.saved_at = self.iteration
+            milestone = self.retention.is_milestone(self.iteration, name_epoch if isinstance(name_epoch, int) else None)
+            self.retained_checkpoints, outdated = self.retention.after_writing(self.retained_checkpoints, path.name,
+                                                                               milestone)
+        failure = None
+        if self.context.is_main:
+            try:
+                self.write_checkpoint(path, rng_states, point_last, outdated)
+            except UserError as error:
+                failure = error
+        fail_together(failure)  # also what holds the other ranks until the checkpoint is written
+        if point_last:
+            self.saved_at, self.last_checkpoint = self.iteration, path
+
+    def write_checkpoint(self, path: Path, rng_states: list, point_last: bool, outdated: list[str]) -> None:
+        """Rank 0's part of save(): the file, the `last` link, only then the deletion of outdated checkpoints, and a
+        note of the space left on the disk (a warning when the next checkpoint would not fit)."""
+        ckpt.save_checkpoint(training_state(self, rng_states), path)
+        if point_last:
+            ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
+        for name in outdated:
+            (path.parent / name).unlink(missing_ok=True)
+        space = disk_space_after_writing(path)
+        print(f"saved checkpoint {path} ({ckpt.bytes_in_words(space.checkpoint_bytes)}, "
+              f"{ckpt.bytes_in_words(space.free_bytes)} left on its disk)", flush=True)
+        self.logger.log([], {"iteration": self.iteration, "checkpoint_bytes": space.checkpoint_bytes,
+                             "disk_free_bytes": space.free_bytes}, echo=False)
+        if not space.next_checkpoint_fits:
+            print(f"warning: {ckpt.bytes_in_words(space.free_bytes)} left on the disk of {path.parent}, less than "
+                  f"the last checkpoint ({ckpt.bytes_in_words(space.checkpoint_bytes)}): the next save will fail; "
+                  "free space, or keep fewer checkpoints (--keep-last-checkpoints)", file=sys.stderr, flush=True)
 
     # ---- logging helpers ---------------------------------------------------------------------------------------
+
+    def log_run_summary(self) -> None:
+        summary = {"run_time": time.time() - self.logger.start_time, "epochs": self.epoch,
+                   "iterations": self.iteration, "skipped_steps": self.skipped_steps}
+        last_epochs = self.epoch_throughputs[-self.args.benchmark_epochs_num:] if self.args.benchmark_epochs_num else []
+        if last_epochs:  # NVIDIA's benchmark figure: the mean throughput of the last N epochs of this job
+            summary["train_benchmark_items_per_sec"] = sum(last_epochs) / len(last_epochs)
+        self.logger.log([], summary)
 
     def log_parameters(self) -> None:
         unit, args = self.recipe.items_unit, self.args

@@ -92,6 +92,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "epoch_sums": trainer.epoch_sums.clone(),
         "skipped_steps": trainer.skipped_steps,
         "best_metric_value": trainer.best_metric_value,
+        "retained_checkpoints": trainer.retained_checkpoints,
         "world_size": trainer.context.world_size,
         "rng_states": rng_states,
         "args": {key: value for key, value in vars(trainer.args).items()
@@ -130,6 +131,9 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     trainer.epoch_sums = state["epoch_sums"].clone()
     trainer.skipped_steps = state["skipped_steps"]
     trainer.best_metric_value = state.get("best_metric_value", math.inf)  # older checkpoints: none yet
+    if Path(path).resolve().parent == Path(trainer.args.output).resolve():
+        # Names of files in that folder: a run resumed into another folder must not delete what is there.
+        trainer.retained_checkpoints = state.get("retained_checkpoints", [])
     rank, world_size = trainer.context.rank, trainer.context.world_size
     if state["world_size"] == world_size and state["rng_states"]:
         set_rng_state(rng_state_from_checkpoint(state["rng_states"][rank]))

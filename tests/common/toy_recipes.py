@@ -1,10 +1,17 @@
 """Toy recipes for testing the shared trainer: a linear regression, and a two-player game with the shape of a GAN
-step. They live in a module of their own so that spawned ranks of a 2-process run can import them by name."""
+step. They live in a module of their own so that spawned ranks of a 2-process run can import them by name.
+
+Run as a module (`python -m tests.common.toy_recipes RECIPE OUTPUT [train.py flags]`) it is one rank of a toy run
+as train.py runs it (exit status and user errors included); run_ranks_as_processes starts one such process per
+rank, as srun does, so a test sees each rank exit (or hang) on its own."""
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -13,6 +20,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from common.arguments import add_training_args
+from common.errors import UserError, exit_on_user_error
 from common.recipe import DataSplits, Recipe, StepOutput
 from common.sampler import MaxTokensBatchSampler
 from common.trainer import Trainer
@@ -116,7 +124,37 @@ def metric_recipe() -> Recipe:
                       build_data=lambda args, audio: DataSplits(Points(12), Points(5, seed=1), collate))
 
 
-RECIPES = {"regression": toy_recipe, "gan": gan_recipe, "max_tokens": max_tokens_recipe, "metric": metric_recipe}
+def signalling_recipe() -> Recipe:
+    """The regression, whose rank RANK_TO_SIGNAL (an environment variable, default 0) sends itself SIGNAL_TO_SEND
+    (default SIGTERM) in the middle of the training step that holds item 5, once per output folder (a file there
+    remembers it): what a batch system does to a running job."""
+    def loss_then_signal(model, batch, args):
+        output = regression_loss(model, batch, args)
+        already = Path(args.output) / "signal_sent"
+        if (model.training and 5 in batch[2].tolist() and not already.exists()
+                and os.environ.get("RANK", "0") == os.environ.get("RANK_TO_SIGNAL", "0")):
+            already.touch()
+            os.kill(os.getpid(), signal.Signals[os.environ.get("SIGNAL_TO_SEND", "SIGTERM")])
+        return output
+    return toy_recipe(compute_loss=loss_then_signal)
+
+
+class PointsWithABrokenItem(Points):
+    """Item 5 cannot be read, as a broken audio file in a corpus (raised in whichever process loads it)."""
+
+    def __getitem__(self, index):
+        if index == 5:
+            raise UserError("train.txt:6: cannot read audio file wavs/5.wav: Format not recognised")
+        return super().__getitem__(index)
+
+
+def broken_item_recipe() -> Recipe:
+    return toy_recipe(build_data=lambda args, audio: DataSplits(PointsWithABrokenItem(12), Points(4, seed=1),
+                                                                collate))
+
+
+RECIPES = {"regression": toy_recipe, "gan": gan_recipe, "max_tokens": max_tokens_recipe, "metric": metric_recipe,
+           "signalling": signalling_recipe, "broken_item": broken_item_recipe}
 
 
 def toy_args(output, *extra) -> argparse.Namespace:
@@ -137,9 +175,47 @@ def _rank_main(rank: int, world_size: int, port: int, recipe_name: str, output: 
 
 def train_on_ranks(recipe_name: str, output: Path, *extra: str, world_size: int = 2) -> list[dict]:
     """Train a toy recipe on `world_size` gloo processes; returns each rank's final state dict."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mp.start_processes(_rank_main, args=(world_size, port, recipe_name, str(output), list(extra)),
+    mp.start_processes(_rank_main, args=(world_size, free_port(), recipe_name, str(output), list(extra)),
                        nprocs=world_size, start_method="spawn")
     return [torch.load(Path(output) / f"final_rank{rank}.pt", weights_only=True) for rank in range(world_size)]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_ranks_as_processes(recipe_name: str, output: Path, *extra: str, world_size: int = 2, timeout: float = 120,
+                           environment: dict | None = None) -> list[subprocess.CompletedProcess]:
+    """One `python -m tests.common.toy_recipes` process per gloo rank, started and awaited independently (as srun
+    starts tasks, with no launcher to kill the others when one fails); each must end within `timeout` seconds."""
+    root = Path(__file__).resolve().parents[2]
+    shared = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+              "WORLD_SIZE": str(world_size), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root), **(environment or {})}
+    processes = [subprocess.Popen([sys.executable, "-m", "tests.common.toy_recipes", recipe_name, str(output),
+                                   "--dist-backend", "gloo", *extra],
+                                  env={**shared, "RANK": str(rank), "LOCAL_RANK": str(rank)}, cwd=root,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for rank in range(world_size)]
+    completed = []
+    try:
+        for process in processes:
+            stdout, stderr = process.communicate(timeout=timeout)
+            completed.append(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()  # a rank that hangs: the test fails on the timeout, and leaves no process behind
+    return completed
+
+
+if __name__ == "__main__":
+    def main():
+        recipe_name, output, *extra = sys.argv[1:]
+        torch.set_num_threads(1)
+        trainer = Trainer(RECIPES[recipe_name](), toy_args(output, *extra))
+        trainer.train()
+        sys.exit(trainer.exit_status)
+
+    exit_on_user_error(main)

@@ -76,12 +76,18 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
     """
 
     def __init__(self, lengths: Sequence[int], max_tokens: int, *, max_batch_size: int | None = None,
-                 shuffle: bool = True, drop_uneven: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1):
+                 shuffle: bool = True, drop_uneven: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1,
+                 skip_too_long: bool = False):
+        """skip_too_long: leave out items longer than max_tokens (saying how many) instead of refusing them."""
         self.lengths = torch.as_tensor(lengths, dtype=torch.long)
         too_long = torch.nonzero(self.lengths > max_tokens).flatten().tolist()
-        if too_long:
+        if too_long and not skip_too_long:
             raise UserError(f"{len(too_long)} item(s) are longer than --max-tokens {max_tokens} (item {too_long[0]}: "
                             f"{int(self.lengths[too_long[0]])}); raise --max-tokens or filter the data by length")
+        if too_long and rank == 0:
+            print(f"leaving out {len(too_long)} of {len(self.lengths)} items longer than {max_tokens} samples",
+                  flush=True)
+        self.fitting = torch.nonzero(self.lengths <= max_tokens).flatten()
         self.max_tokens, self.max_batch_size = max_tokens, max_batch_size
         self.shuffle, self.drop_uneven = shuffle, drop_uneven
         self.seed, self.rank, self.world_size = seed, rank, world_size
@@ -96,8 +102,7 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
 
     def _all_batches(self) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        order = (torch.randperm(len(self.lengths), generator=generator) if self.shuffle
-                 else torch.arange(len(self.lengths)))
+        order = self.fitting[torch.randperm(len(self.fitting), generator=generator)] if self.shuffle else self.fitting
         order = order[torch.argsort(self.lengths[order], stable=True)].tolist()
         batches, batch, longest = [], [], 0
         for index in order:

@@ -1,4 +1,5 @@
-"""HiFi-GAN's architecture flags (training flags such as --segment-size and --ema-decay are the recipe's).
+"""HiFi-GAN's architecture flags (training flags such as --segment-size and --ema-decay are the recipe's), and how
+NVIDIA's training command line (its scripts/train_lj22khz.sh) is read (translate_argv).
 
 Each flag has this project's hyphen spelling and the reference's underscore spelling (`--upsample-rates` and
 `--upsample_rates`), so NVIDIA's command lines run. List values are read as the reference reads them, a Python
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 
 from common.errors import UserError, UserFileNotFoundError
+from common.reference_flags import add_compatibility_flags, translate_reference_argv
 from hifigan.model import PRESETS, Generator
 
 GENERATOR_KEYS = ("resblock", "upsample_rates", "upsample_kernel_sizes", "upsample_initial_channel",
@@ -183,3 +185,48 @@ def config_from_reference(config: dict) -> dict:
     generator["resblock"] = str(generator["resblock"])
     generator["n_mel_channels"] = config.get("num_mels", 80)
     return {"generator": generator, "mpd_periods": [2, 3, 5, 7, 11], "ema": False}
+
+
+# ---- NVIDIA's command line -------------------------------------------------------------------------------------
+
+# NVIDIA's names of shared flags whose underscore spelling is not simply ours (`--batch_size` is `--batch-size`).
+REFERENCE_FLAG_NAMES = {"--checkpoint_interval": "--epochs-per-checkpoint",
+                        "--validation_interval": "--val-interval-epochs", "--resume": "--resume-from-last"}
+COMPATIBILITY_FLAGS = {
+    "--cuda": dict(help="a GPU is used whenever there is one (--cpu refuses it)"),
+    "--samples_interval": dict(metavar="EPOCHS", type=int, help="audio samples go to TensorBoard at every "
+                                                                 "validation here"),
+}
+
+
+class InPlaceFineTuning(argparse.Action):
+    """NVIDIA's --fine_tuning resumes the base run in its own folder and multiplies the learning rates once; here a
+    fine-tuning run starts from a checkpoint, in a folder of its own, so the flag says what to give instead."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise argparse.ArgumentError(self, "NVIDIA's fine-tuning in the base run's own folder is not supported; "
+                                           "give --fine-tune-from BASE_CHECKPOINT --input-mels-dir DIR and a new "
+                                           "-o/--output (scripts/fine_tune_hifigan.sh)")
+
+
+def path_from_current_folder(text: str) -> str:
+    return str(Path(text).resolve())
+
+
+def add_reference_args(parser: argparse.ArgumentParser) -> None:
+    """The flags of NVIDIA's command line that are not ours under another spelling."""
+    reference = parser.add_argument_group("NVIDIA's HiFi-GAN command line")
+    reference.add_argument("--log_file", dest="log_file", type=path_from_current_folder, default=argparse.SUPPRESS,
+                           help="NVIDIA's spelling of --log-file, a path from the current folder (--log-file's is "
+                                "relative to --output)")
+    reference.add_argument("--fine_tuning", action=InPlaceFineTuning, default=argparse.SUPPRESS,
+                           help="not supported: NVIDIA's fine-tuning in the base run's folder (see --fine-tune-from)")
+    add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
+
+
+def translate_argv(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """NVIDIA's command line -> this project's: REFERENCE_FLAG_NAMES, and `--flag_name` to `--flag-name`."""
+    return translate_reference_argv(argv, parser, REFERENCE_FLAG_NAMES)

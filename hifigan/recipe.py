@@ -38,6 +38,7 @@ PARTS = ("generator", "mpd", "msd")
 def add_args(parser: argparse.ArgumentParser) -> None:
     arg_parser.add_args(parser)
     add_data_args(parser)
+    arg_parser.add_reference_args(parser)
     training = parser.add_argument_group("HiFi-GAN training")
     training.add_argument("--lr-decay", "--lr_decay", dest="lr_decay", type=float, default=0.9998,
                           help="both learning rates are multiplied by this every epoch (ExponentialLR)")
@@ -333,5 +334,6 @@ RECIPE = Recipe(
     validation_metrics=validation_metrics,
     validation_report=validation_report,
     config_from_reference=arg_parser.config_from_reference,
+    translate_argv=arg_parser.translate_argv,
     training_state_from_reference=checkpoints.training_state_from_reference,
 )

@@ -20,6 +20,24 @@ def train_losses(log_file: Path, depth: int) -> list[float]:
             if isinstance(r["step"], list) and len(r["step"]) == depth and "train_loss" in r["data"]]
 
 
+def untrained_checkpoint(argv: list[str], path: Path) -> Path:
+    """A checkpoint of the model that train.py's `argv` would train, as it starts (what inference and fine-tuning read:
+    the model config, weights, audio parameters and text front-end), written without training."""
+    from common.audio import AudioParams
+    from common.checkpoint import save_checkpoint
+    from common.registry import get_recipe
+
+    args = train.parse_run_args(argv)
+    recipe = get_recipe(args.model_name)
+    config = recipe.model_config(args)
+    text = recipe.text_processor(args) if recipe.text_processor is not None else None
+    save_checkpoint({"model_name": recipe.name, "model_config": config,
+                     "state_dict": recipe.build_model(config).state_dict(),
+                     "audio_params": AudioParams.from_args(args).to_dict(),
+                     "text": text.to_dict() if text is not None else None}, path)
+    return path
+
+
 def check_pinned_losses_and_exact_resume(run_args: Callable[..., list[str]], pinned: list[float], folder: Path):
     """run_args(output_folder, *extra flags) -> train.py arguments. Three epochs straight must fall to `pinned`;
     two epochs, then a resume to three, must log the same per-iteration losses."""

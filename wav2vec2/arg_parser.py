@@ -2,9 +2,10 @@
 
 Every flag has this project's hyphen spelling and the reference's underscore spelling, and NVIDIA's names of the
 shared flags (`--lr`, `--update_freq`, `--max_update`, `--clip_norm`, `--output_dir`, `--fp16`...) are read as this
-project's, so NVIDIA's command lines run (translate_argv). The mode (the reference's positional `pretrain` /
-`finetune`, or `--mode`) picks the defaults of the reference's recipes (MODE_DEFAULTS): a preset (--config-file)
-and the command line override them.
+project's, so NVIDIA's command lines run (translate_argv; common/reference_flags.py). Flags of theirs that tune
+what this implementation does not have are accepted for compatibility only (COMPATIBILITY_FLAGS, marked so in
+--help). The mode (the reference's positional `pretrain` / `finetune`, or `--mode`) picks the defaults of the
+reference's recipes (MODE_DEFAULTS): a preset (--config-file) and the command line override them.
 
 Architecture flags default to None: pre-training fills them from wav2vec2.model.BASE_CONFIG, fine-tuning from the
 pre-trained checkpoint (--w2v-path), and a flag given on the command line wins in both.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from common.errors import UserError
+from common.reference_flags import add_compatibility_flags, translate_reference_argv
 from wav2vec2.model import BASE_CONFIG
 
 MODES = ("pretrain", "finetune")
@@ -26,15 +27,45 @@ REFERENCE_FLAG_NAMES = {
     "--fp16": "--amp", "--initial_lr_scale": "--init-lr-scale", "--lr_poly_power": "--lr-power",
     "--sample_rate": "--sampling-rate", "--sample-rate": "--sampling-rate", "--ckpt": "--checkpoint-path",
     "--resume": "--resume-from-last", "--layerdrop": "--encoder-layerdrop",
+    "--save_frequency": "--epochs-per-checkpoint", "--save-frequency": "--epochs-per-checkpoint",
 }
 LR_POLICIES = {"poly": "warmup-polynomial", "exp": "tri-stage"}  # --lr_policy: the reference's schedule names
-# Reference flags that tune its hand-made mixed precision or its attention implementation; autocast keeps these
-# computations in fp32 and attention is PyTorch's SDPA here, so they change nothing. Accepted so that NVIDIA's
-# command lines run; any other unknown flag is an error.
-REFERENCE_NO_OP_FLAGS = {"--infonce", "--fp32_pos_conv", "--fp32_conv_norms", "--fp32_cosine_sim",
-                         "--fp32_transformer_layernorm", "--mha", "--log_frequency", "--required_batch_size_multiple",
-                         "--enable_padding"}
-NO_OP_FLAGS_WITH_VALUE = {"--mha", "--log_frequency", "--required_batch_size_multiple"}
+
+
+class ReferenceLrPolicy(argparse.Action):
+    """NVIDIA's --lr_policy sets --lr-schedule by its own names for the schedules."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        namespace.lr_schedule = LR_POLICIES[value]
+
+
+def no_ema(text: str) -> float:
+    value = float(text)
+    if value != 0.0:
+        raise argparse.ArgumentTypeError(f"an EMA of the weights is not implemented for wav2vec 2.0 (NVIDIA's raises "
+                                         f"NotImplementedError too); give 0, got {value}")
+    return value
+
+
+# Flags of NVIDIA's scripts that tune its hand-made mixed precision, its attention implementation or its batching
+# internals. Autocast keeps these computations in fp32 and attention is PyTorch's SDPA here, so they change nothing.
+COMPATIBILITY_FLAGS = {
+    "--infonce": dict(help="NVIDIA's scripts always pass it; the contrastive loss here is InfoNCE"),
+    "--fp32_pos_conv": dict(help="autocast already runs the positional convolution's weight norm in fp32"),
+    "--fp32_conv_norms": dict(help="autocast already runs the feature extractor's norms in fp32"),
+    "--fp32_cosine_sim": dict(help="the contrastive logits are computed in fp32 here"),
+    "--fp32_transformer_layernorm": dict(help="autocast already runs LayerNorm in fp32"),
+    "--fp32_mha_softmax": dict(help="the attention softmax (PyTorch's SDPA) accumulates in fp32"),
+    "--mha": dict(metavar="IMPL", help="NVIDIA's choice of attention implementation (fairseq or pyt); attention "
+                                       "here is PyTorch's SDPA"),
+    "--log_frequency": dict(metavar="N", type=int, help="every step is logged here"),
+    "--required_batch_size_multiple": dict(metavar="N", type=int, help="max-token batches here are not rounded"),
+    "--required_seq_len_multiple": dict(metavar="N", type=int, help="unused by NVIDIA's code as well"),
+    "--enable_padding": dict(help="fine-tuning batches are always padded here"),
+    "--optimizer": dict(choices=["adam"], help="Adam with decoupled weight decay, NVIDIA's only choice as well"),
+    "--ema": dict(type=no_ema, metavar="DECAY", help="0 only: an EMA of the weights is not implemented (NVIDIA's "
+                                                     "raises NotImplementedError for more than 0)"),
+}
 
 MODE_DEFAULTS = {
     # NVIDIA's Base pre-training: Adam (0.9, 0.98, eps 1e-6), decoupled weight decay 0.01, polynomial decay with
@@ -130,6 +161,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                            metavar=("BETA1", "BETA2"))
     optimizer.add_argument("--adam-eps", "--adam_eps", dest="adam_eps", type=float, default=None,
                            help="pre-training 1e-6, fine-tuning 1e-8")
+    optimizer.add_argument("--lr-policy", "--lr_policy", dest="lr_policy", choices=list(LR_POLICIES),
+                           action=ReferenceLrPolicy,
+                           help="NVIDIA's name of --lr-schedule: poly (warmup-polynomial) or exp (tri-stage)")
 
     data = parser.add_argument_group("wav2vec 2.0 data (fairseq manifests: <data>/<subset>.tsv)")
     data.add_argument("--data", default=None, help="folder of the .tsv manifests (and .ltr labels, dict.ltr.txt)")
@@ -148,50 +182,22 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                       help="forward N max-tokens batches as one (masks, negatives and loss as N separate batches)")
     data.add_argument("--resample", action="store_true",
                       help="resample audio at another rate to --sampling-rate instead of refusing it")
+    data.add_argument("--skip-invalid-size-inputs-valid-test", "--skip_invalid_size_inputs_valid_test",
+                      dest="skip_invalid_size_inputs_valid_test", action="store_true",
+                      help="leave out validation utterances longer than --max-tokens-valid, saying how many, "
+                           "instead of stopping with an error (fairseq's meaning)")
     parser.set_defaults(sampling_rate=16000)
+    add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
 
 
 def translate_argv(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
     """NVIDIA's command line -> this project's, and the mode's defaults set on `parser`.
 
     The positional `pretrain` / `finetune` becomes --mode; NVIDIA's names of shared flags become ours
-    (REFERENCE_FLAG_NAMES); `--lr_policy poly|exp` becomes --lr-schedule; `--flag_name` becomes `--flag-name` when
-    that is a flag; the reference's precision and attention tuning flags are dropped (REFERENCE_NO_OP_FLAGS).
+    (REFERENCE_FLAG_NAMES); `--flag_name` becomes `--flag-name`.
     """
-    options = parser._option_string_actions
-    translated: list[str] = []
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        name, equals, value = token.partition("=")
-        index += 1
-        if name.startswith("--") and name not in options:
-            if name in REFERENCE_NO_OP_FLAGS:
-                if name in NO_OP_FLAGS_WITH_VALUE and not equals:
-                    index += 1  # its value goes too
-                continue
-            if name in ("--lr_policy", "--lr-policy"):
-                if not equals:
-                    value, index = (argv[index] if index < len(argv) else ""), index + 1
-                if value not in LR_POLICIES:
-                    raise UserError(f"--lr_policy must be one of {', '.join(LR_POLICIES)}, got '{value}'")
-                translated += ["--lr-schedule", LR_POLICIES[value]]
-                continue
-            name = REFERENCE_FLAG_NAMES.get(name, name)
-            if name not in options and name.replace("_", "-") in options:
-                name = name.replace("_", "-")
-        action = options.get(name)
-        if token in MODES:  # a flag's value never reaches here: values are copied with their flag below
-            translated += ["--mode", token]
-            continue
-        translated.append(name + equals + value if equals else name)
-        if action is not None and not equals and action.nargs != 0:  # copy the flag's values as they are
-            while index < len(argv) and not (argv[index].startswith("-") and len(argv[index]) > 1
-                                             and not argv[index][1].isdigit()):
-                translated.append(argv[index])
-                index += 1
-                if action.nargs in (None, "?"):
-                    break
+    translated = translate_reference_argv(argv, parser, REFERENCE_FLAG_NAMES,
+                                          positional=lambda token: ["--mode", token] if token in MODES else None)
     mode = translated[translated.index("--mode") + 1] if "--mode" in translated else "pretrain"
     if mode in MODE_DEFAULTS:
         parser.set_defaults(**MODE_DEFAULTS[mode])

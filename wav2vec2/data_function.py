@@ -514,16 +514,20 @@ class ConcatBatches(Sampler[list[tuple[int, int]]]):
 def max_tokens_batches(args: argparse.Namespace, dataset: AudioDataset, context: BatchingContext) -> Sampler:
     """Recipe.batch_sampler: batches of at most --max-tokens samples (items x longest, each item's length capped at
     the dataset's max_sample_size: pre-training's crop) of similar lengths; in training, --num-concat-batches of them
-    forwarded as one. Validation uses --max-tokens-valid (default --max-tokens), unshuffled, nothing dropped."""
+    forwarded as one. Validation uses --max-tokens-valid (default --max-tokens), unshuffled, nothing dropped but,
+    with --skip-invalid-size-inputs-valid-test, the utterances longer than that. -bs (NVIDIA's --batch_size) caps
+    the utterances of a batch."""
     if context.training:
         max_tokens = args.max_tokens
     else:
         max_tokens = getattr(args, "max_tokens_valid", None) or args.max_tokens
     if max_tokens is None or max_tokens < 1:
         raise UserError(f"--max-tokens must be a positive number of samples, got {max_tokens}")
-    sampler = MaxTokensBatchSampler(dataset.batching_lengths(), max_tokens, shuffle=context.training,
+    skip_too_long = not context.training and getattr(args, "skip_invalid_size_inputs_valid_test", False)
+    sampler = MaxTokensBatchSampler(dataset.batching_lengths(), max_tokens,
+                                    max_batch_size=getattr(args, "batch_size", None), shuffle=context.training,
                                     drop_uneven=context.training, seed=context.seed, rank=context.rank,
-                                    world_size=context.world_size)
+                                    world_size=context.world_size, skip_too_long=skip_too_long)
     num_concat = getattr(args, "num_concat_batches", 1) or 1
     if context.training and num_concat > 1:
         return ConcatBatches(sampler, num_concat)

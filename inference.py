@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common.errors import exit_on_user_error
+from common.errors import ArgumentParser, exit_on_user_error
 from common.inference_args import add_inference_args
 from common.registry import DEFAULT_INFERENCE, INFERENCE, get_inference_part, model_name_in
 
@@ -23,7 +23,7 @@ from common.registry import DEFAULT_INFERENCE, INFERENCE, get_inference_part, mo
 def build_parser(model_name: str | None = None) -> argparse.ArgumentParser:
     """The full parser for -m model_name (default: Tacotron2, as before -m existed)."""
     model_name = model_name or DEFAULT_INFERENCE
-    parser = argparse.ArgumentParser(description="Synthesize speech with a trained model", allow_abbrev=False)
+    parser = ArgumentParser(description="Synthesize speech with a trained model", allow_abbrev=False)
     parser.add_argument("-m", "--model-name", default=DEFAULT_INFERENCE, choices=list(INFERENCE),
                         help=f"the model family (default: {DEFAULT_INFERENCE}, text to wav)")
     add_inference_args(parser)

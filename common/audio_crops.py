@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
-from common.errors import UserError, UserFileNotFoundError
+from common.errors import UserError
 from common.filelist import read_filelist
 
 
@@ -59,9 +59,6 @@ class AudioCropDataset(Dataset):
             raise UserError(f"--segment-length ({segment_length}) must be a multiple of --hop-length "
                             f"({audio.hop_length}): one mel frame per hop of audio")
         self.entries = read_filelist(filelist, dataset_path, need_text=False)
-        for entry in self.entries:  # fail at start-up, not hours into training
-            if not entry.path.is_file():
-                raise UserFileNotFoundError(f"{entry.source}: audio file not found: {entry.path}")
         self.audio = audio
         self.segment_length, self.hop_aligned = segment_length, hop_aligned
         self.seed, self.vary_with_epoch, self.epoch = seed, vary_with_epoch, 0

@@ -134,9 +134,6 @@ class FullUtterances(Dataset):
     def __init__(self, filelist: str | Path, dataset_path: str | Path, audio: AudioParams,
                  input_mels_dir: str | Path | None = None):
         self.entries = read_filelist(filelist, dataset_path, need_text=False)
-        for entry in self.entries:
-            if not entry.path.is_file():
-                raise UserFileNotFoundError(f"{entry.source}: audio file not found: {entry.path}")
         self.audio = audio
         self.input_mels = InputMels(input_mels_dir, audio) if input_mels_dir else None
         if self.input_mels is not None:

@@ -17,6 +17,7 @@ import torch
 from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
 from common.checkpoint import load_trained_model
 from common.errors import UserError, UserFileNotFoundError
+from common.filelist import read_text_file
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger, warm_up)
 from common.layers import lengths_to_mask
@@ -51,7 +52,7 @@ def read_phrases(path: str | Path) -> list[tuple[int, str]]:
     path = Path(path)
     if not path.is_file():
         raise UserFileNotFoundError(f"input file not found: {path} (-i)")
-    phrases = [(number, line.strip()) for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    phrases = [(number, line.strip()) for number, line in enumerate(read_text_file(path, "-i").splitlines(), 1)
                if line.strip()]
     if not phrases:
         raise UserError(f"input file {path} has no text (-i): give one utterance per line")

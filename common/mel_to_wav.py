@@ -15,13 +15,13 @@ import argparse
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from common.audio import save_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger, warm_up)
+from common.mel_files import read_mel
 from common.vocoder import add_vocoder_args, load_vocoder
 
 
@@ -49,29 +49,6 @@ def mel_files(paths: list[str]) -> list[Path]:
             raise UserError(f"-i: {first_with_stem[path.stem]} and {path} would both write {path.stem}.wav; "
                             "rename one or vocode them into separate --output folders")
     return files
-
-
-def read_mel(path: Path, n_mel_channels: int) -> torch.Tensor:
-    """(1, n_mel_channels, frames) float mel from a .pt or .npy file; a file of anything else is a user error."""
-    if path.suffix == ".npy":
-        try:
-            mel = torch.from_numpy(np.load(path, allow_pickle=False))
-        except (ValueError, OSError, EOFError) as error:
-            raise UserError(f"cannot read mel file {path}: it is damaged or not a saved numpy array") from error
-    else:
-        try:
-            mel = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as error:  # torch.load's failures on a damaged file come in many types
-            raise UserError(f"cannot read mel file {path}: it is damaged or not a saved tensor") from error
-    if isinstance(mel, torch.Tensor) and mel.dim() == 3 and mel.size(0) == 1:
-        mel = mel[0]
-    if (not isinstance(mel, torch.Tensor) or mel.dim() != 2 or mel.size(0) != n_mel_channels or mel.size(1) < 1
-            or not mel.is_floating_point()):
-        held = (f"a {str(mel.dtype).removeprefix('torch.')} array of shape {tuple(mel.shape)}"
-                if isinstance(mel, torch.Tensor) else type(mel).__name__)
-        raise UserError(f"{path} holds {held}, expected a float log mel of shape ({n_mel_channels}, frames) for this "
-                        "vocoder")
-    return mel.float().unsqueeze(0)
 
 
 class MelToWav:
@@ -113,7 +90,7 @@ class MelToWav:
                               "samples_per_sec": samples / stopwatch.seconds,
                               "real_time_factor": samples / params.sampling_rate / stopwatch.seconds}
 
-        first = read_mel(files[0], params.n_mel_channels)
+        first = read_mel(files[0], params.n_mel_channels).unsqueeze(0)
         if args.benchmark_repeats:
             summary = benchmark(lambda seed: vocode(first)[1], args, averaged=("samples_per_sec", "real_time_factor"))
             logger.log([], {**summary, "mel_frames": first.size(2)})
@@ -122,7 +99,7 @@ class MelToWav:
         warm_up(lambda seed: vocode(first), args)
         output = Path(args.output)
         for index, path in enumerate(files):
-            audio, record = vocode(read_mel(path, params.n_mel_channels))
+            audio, record = vocode(read_mel(path, params.n_mel_channels).unsqueeze(0))
             logger.log([index], {**record, "input": str(path)}, echo=not args.quiet)
             wav_path = output / f"{path.stem}{args.suffix}.wav"
             save_wav(wav_path, audio, params.sampling_rate)

@@ -10,8 +10,8 @@ import torch
 from torch.utils.data import Dataset
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
-from common.errors import UserError
 from common.filelist import read_filelist
+from common.mel_files import read_mel
 from common.text import TextProcessor
 
 
@@ -49,17 +49,9 @@ class TextMelDataset(Dataset):
 
     def load_mel(self, index: int) -> torch.Tensor:
         entry = self.entries[index]
-        if self.load_mel_from_disk:
-            try:
-                mel = torch.load(entry.path, map_location="cpu", weights_only=True)
-            except Exception as error:  # torch and pickle raise many types for a damaged file
-                raise UserError(f"{entry.source}: cannot read mel file {entry.path}: {error}") from error
-            if not isinstance(mel, torch.Tensor) or mel.dim() != 2 or mel.shape[0] != self.audio.n_mel_channels:
-                shape = tuple(mel.shape) if isinstance(mel, torch.Tensor) else type(mel).__name__
-                raise UserError(f"{entry.source}: {entry.path} holds {shape}, expected a mel of shape "
-                                f"({self.audio.n_mel_channels}, frames) (scripts/prepare_mels.sh writes them)")
-            return mel.float()
         try:
+            if self.load_mel_from_disk:
+                return read_mel(entry.path, self.audio.n_mel_channels)
             audio = load_wav(entry.path, self.audio.sampling_rate, min_samples=self.audio.hop_length)
         except (FileNotFoundError, ValueError) as error:
             raise type(error)(f"{entry.source}: {error}") from error

@@ -217,7 +217,7 @@ SWEEP = {
     "a Tacotron 2 mel of 40 channels from disk": (
         "train.py", lambda w: train_tacotron2(w, "-d", w.folder, "--load-mel-from-disk", "--training-files",
                                               w.mel_filelist, "--validation-files", w.mel_filelist),
-        "mel_40.pt holds (40, 20), expected a mel of shape (80, frames)"),
+        "mel_40.pt holds a float32 array of shape (40, 20), expected a float log mel of shape (80, frames)"),
     "a WaveGlow segment of no samples": ("train.py", lambda w: train_family(w, "WaveGlow", "--segment-length", "0"),
                                          "--segment-length must be positive"),
     "a HiFi-GAN segment that is no whole number of hops": (

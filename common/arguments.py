@@ -15,6 +15,51 @@ from common.errors import UserError, UserFileNotFoundError
 from common.schedules import add_schedule_args
 
 
+# Flag value checkers: argparse turns their ArgumentTypeError into an error naming the flag and the value.
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def odd_positive_int(text: str) -> int:
+    value = positive_int(text)
+    if value % 2 == 0:
+        raise argparse.ArgumentTypeError(f"must be odd (\"same\" padding), got {value}")
+    return value
+
+
+def probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0.0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0.0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
 def add_device_args(group) -> None:
     """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling) or --bf16: for training and inference."""
     group.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
@@ -38,7 +83,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     training = parser.add_argument_group("training (the run ends at --epochs or --max-updates, whichever comes first)")
     training.add_argument("--epochs", type=int, default=None, help="passes over the training set")
     training.add_argument("--max-updates", type=int, default=None, help="optimizer steps")
-    training.add_argument("--epochs-per-checkpoint", type=int, default=50)
+    training.add_argument("--epochs-per-checkpoint", type=non_negative_int, default=50,
+                          help="checkpoint every N epochs (0: only at the end)")
     training.add_argument("--save-interval-updates", "--iters-per-checkpoint", dest="save_interval_updates",
                           type=int, default=0, help="also checkpoint every N optimizer steps (0: off)")
     training.add_argument("--val-interval-updates", type=int, default=0,
@@ -54,6 +100,29 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
     training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
     training.add_argument("--num-workers", type=int, default=2, help="data loader worker processes")
+    training.add_argument("--val-interval-epochs", type=positive_int, default=1,
+                          help="validate every N epochs and after the last (without --val-interval-updates)")
+    training.add_argument("--epochs-this-job", type=non_negative_int, default=0,
+                          help="stop after N epochs of this invocation, with a checkpoint, and exit 0; "
+                               "--resume-from-last goes on (0: no limit)")
+    training.add_argument("--max-skipped-steps", type=non_negative_int, default=0,
+                          help="after N steps in a row skipped for a non-finite loss or gradient, stop with an "
+                               "error naming the last checkpoint (0: never; with --amp leave room for the loss "
+                               "scaler's first overflows, e.g. 100)")
+    training.add_argument("--benchmark-epochs-num", type=non_negative_int, default=0,
+                          help="log the mean throughput of the last N epochs as train_benchmark_items_per_sec")
+
+    retention = parser.add_argument_group(
+        "checkpoint retention (periodic checkpoints; the best one and the `last` link are always kept)")
+    retention.add_argument("--keep-last-checkpoints", type=non_negative_int, default=0,
+                           help="keep the newest N periodic checkpoints and delete older ones once a newer one is "
+                                "written (0: keep all, the default)")
+    retention.add_argument("--keep-every-updates", type=non_negative_int, default=0,
+                           help="never delete a checkpoint written at a multiple of N optimizer steps")
+    retention.add_argument("--keep-every-epochs", type=non_negative_int, default=0,
+                           help="never delete a checkpoint written at the end of a multiple of N epochs")
+    retention.add_argument("--no-save", action="store_true",
+                           help="write no checkpoints at all (benchmarks)")
 
     optimization = parser.add_argument_group("optimization")
     optimization.add_argument("-lr", "--learning-rate", type=float, required=True)

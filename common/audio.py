@@ -193,13 +193,27 @@ class MelSpectrogram(torch.nn.Module):
         return dynamic_range_compression(torch.matmul(self.mel_basis, self.magnitude(audio)))
 
 
-def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = 60,
-                power: float = 1.5, seed: int = 0) -> torch.Tensor:
+# Griffin-Lim's defaults, chosen by measurement (README "Intelligibility of the demo"): on the TTS corpus's own mels,
+# the recognizer's CER is lowest with the plain least-squares magnitude (power 1; the usual 1.5 sharpens away the
+# formants eSpeak's consonants live in), and momentum reaches in 32 iterations what 60 plain ones do not.
+GRIFFIN_LIM_ITERS = 32
+GRIFFIN_LIM_POWER = 1.0
+GRIFFIN_LIM_MOMENTUM = 0.99
+
+
+def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = GRIFFIN_LIM_ITERS,
+                power: float = GRIFFIN_LIM_POWER, momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0) -> torch.Tensor:
     """Vocoder-free inversion: log mel (B, n_mel, T) -> audio (B, T * hop_length).
 
-    The linear magnitude is the least-squares inverse of the filterbank (clamped at zero), sharpened by `power`
-    as is usual for Griffin-Lim on Tacotron mels; the phase is then found iteratively.
+    The linear magnitude is the least-squares inverse of the filterbank (clamped at zero), raised to `power` (above 1
+    sharpens it); the phase is then found iteratively. With momentum > 0 this is the "fast Griffin-Lim" of Perraudin,
+    Balazs and Sondergaard (2013): each new phase estimate overshoots along its last change, which converges in far
+    fewer iterations; momentum 0 is the original algorithm.
     """
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"Griffin-Lim momentum must be in [0, 1), got {momentum}")
+    if power <= 0:
+        raise ValueError(f"Griffin-Lim magnitude power must be > 0, got {power}")
     if log_mel.dim() == 2:
         log_mel = log_mel.unsqueeze(0)
     basis = torch.from_numpy(
@@ -213,13 +227,17 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
                      window=window, center=True)
     length = log_mel.shape[-1] * params.hop_length
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    angles = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(log_mel.device)
-    audio = torch.istft(magnitude * angles, length=length, **stft_args)
+    phases = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(log_mel.device)
+    audio = torch.istft(magnitude * phases, length=length, **stft_args)
     # Reflection needs more samples than the filter_length / 2 it pads; a mel of a frame or two gets zeros instead.
     pad_mode = "reflect" if length > params.filter_length // 2 else "constant"
+    overshoot = momentum / (1.0 + momentum)
+    previous = torch.zeros_like(magnitude, dtype=phases.dtype)
     for _ in range(n_iters):
         rebuilt = torch.stft(audio, return_complex=True, pad_mode=pad_mode, **stft_args)[..., : magnitude.shape[-1]]
-        angles = torch.exp(1j * torch.angle(rebuilt))
-        audio = torch.istft(magnitude * angles, length=length, **stft_args)
+        accelerated = rebuilt - overshoot * previous
+        phases = accelerated / accelerated.abs().clamp(min=1e-16)
+        previous = rebuilt
+        audio = torch.istft(magnitude * phases, length=length, **stft_args)
     peak = audio.abs().amax(dim=-1, keepdim=True).clamp(min=1e-8)
     return audio / peak * 0.95

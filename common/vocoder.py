@@ -16,7 +16,9 @@ from typing import Protocol
 
 import torch
 
-from common.audio import AudioParams, griffin_lim
+from common.arguments import non_negative_int, positive_float, probability
+from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams,
+                          griffin_lim)
 from common.denoise import add_denoiser_args
 from common.errors import UserError
 from common.registry import VOCODERS
@@ -36,12 +38,14 @@ class Vocoder(Protocol):
 class GriffinLimVocoder:
     name = "griffin_lim"
 
-    def __init__(self, audio_params: AudioParams, n_iters: int = 60):
+    def __init__(self, audio_params: AudioParams, n_iters: int = GRIFFIN_LIM_ITERS, power: float = GRIFFIN_LIM_POWER,
+                 momentum: float = GRIFFIN_LIM_MOMENTUM):
         self.audio_params = audio_params
-        self.n_iters = n_iters
+        self.n_iters, self.power, self.momentum = n_iters, power, momentum
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
-        return griffin_lim(mel.float(), self.audio_params, n_iters=self.n_iters)
+        return griffin_lim(mel.float(), self.audio_params, n_iters=self.n_iters, power=self.power,
+                           momentum=self.momentum)
 
 
 def checkpoint_flag(vocoder_name: str) -> str:
@@ -78,7 +82,14 @@ def add_vocoder_args(parser: argparse.ArgumentParser, only: str | None = None) -
                                 f"given, else {GRIFFIN_LIM})")
         group.add_argument("--vocoder-checkpoint", default=None, metavar="CKPT",
                            help="checkpoint of the --vocoder (or use its own flag, e.g. --waveglow CKPT)")
-        group.add_argument("--griffin-lim-iters", type=int, default=60)
+        group.add_argument("--griffin-lim-iters", type=non_negative_int, default=GRIFFIN_LIM_ITERS,
+                           help="Griffin-Lim's phase iterations (default: %(default)s)")
+        group.add_argument("--griffin-lim-power", type=positive_float, default=GRIFFIN_LIM_POWER,
+                           help="the power the magnitude is raised to before Griffin-Lim; above 1 sharpens it "
+                                "(default: %(default)s)")
+        group.add_argument("--griffin-lim-momentum", type=probability, default=GRIFFIN_LIM_MOMENTUM,
+                           help="fast Griffin-Lim's momentum in [0, 1); 0 is the original algorithm "
+                                "(default: %(default)s)")
     for name in names:
         group.add_argument(checkpoint_flag(name), default=None, metavar="CKPT", required=only is not None,
                            help=f"{name} checkpoint" + ("" if only else f": vocode with {name}"))
@@ -125,7 +136,8 @@ def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_param
     (mel_audio_params); the others carry theirs, which the caller checks against the mels'."""
     name, checkpoint, flag = chosen_vocoder(args)
     if name == GRIFFIN_LIM:
-        return GriffinLimVocoder(mel_audio_params, args.griffin_lim_iters)
+        return GriffinLimVocoder(mel_audio_params, args.griffin_lim_iters, args.griffin_lim_power,
+                                 args.griffin_lim_momentum)
     module = vocoder_module(name)
     if module is None:
         raise UserError(f"{flag}: the {name} vocoder is not available in this installation")

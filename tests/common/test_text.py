@@ -105,7 +105,7 @@ def test_transliteration():
 
 
 def test_unknown_cleaner_name_lists_the_valid_ones():
-    valid = "basic_cleaners, english_cleaners, transliteration_cleaners"
+    valid = "basic_cleaners, english_cleaners, english_cleaners_arpabet, transliteration_cleaners"
     with pytest.raises(ValueError, match=f"'english_cleaner'.*{valid}"):
         TextProcessor(["english_cleaner"])
     with pytest.raises(ValueError, match="valid names"):
@@ -247,3 +247,16 @@ def test_processor_pickles_for_data_loader_workers():
     processor = TextProcessor()
     copy = pickle.loads(pickle.dumps(processor))
     assert copy.encode("Dr. No, 1962.") == processor.encode("Dr. No, 1962.") == ids_of("doctor no, nineteen sixty-two.")
+
+
+def test_arpabet_cleaner_reads_known_words_as_their_dictionary_phonemes():
+    processor = TextProcessor(["english_cleaners_arpabet"])
+    # numbers and abbreviations are spelled out first; an unknown word stays letters; braces given stay as they are
+    assert processor.clean("Dr. Smith paid $4 for 2 zorblaxes, {HH AW1 S}!") == (
+        "{D AA1 K T ER0} {S M IH1 TH} {P EY1 D} {F AO1 R} {D AA1 L ER0 Z} {F AO1 R} {T UW1} zorblaxes, {HH AW1 S}!")
+    ids = processor.encode("The river.")
+    assert [processor.symbols[i] for i in ids] == ["@DH", "@AH0", " ", "@R", "@IH1", "@V", "@ER0", "."]
+    assert processor.decode(ids) == "{DH AH0} {R IH1 V ER0}."
+    assert processor.n_symbols == len(SYMBOLS)  # NVIDIA's table holds the phonemes already
+    # a checkpoint's processor rebuilt from its dict reads text the same way
+    assert TextProcessor.from_dict(processor.to_dict()).encode("The river.") == ids

@@ -267,3 +267,19 @@ def test_a_line_the_text_front_end_cannot_read_is_a_user_error_naming_it(tacotro
     phrases.write_text("Hello.\n\U0001F600 \U0001F600\n")
     with pytest.raises(UserError, match=r"emoji.txt:2: transcript .* encodes to no symbols"):
         run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
+
+
+def test_griffin_lim_flags_reach_the_vocoder():
+    import common.vocoder
+    from common.audio import AudioParams, griffin_lim
+
+    flags = ["-i", "in.txt", "-o", "out", "--tacotron2", "T.pt"]
+    args = inference.build_parser().parse_args([*flags, "--griffin-lim-iters", "3", "--griffin-lim-power", "1.5",
+                                                "--griffin-lim-momentum", "0"])
+    vocoder = common.vocoder.load_vocoder(args, torch.device("cpu"), AudioParams())
+    mel = torch.randn(1, 80, 12) - 5.0
+    torch.testing.assert_close(vocoder(mel), griffin_lim(mel, AudioParams(), n_iters=3, power=1.5, momentum=0.0))
+    assert not torch.allclose(vocoder(mel), griffin_lim(mel, AudioParams(), n_iters=3))  # the defaults differ
+    for flag, value in (("--griffin-lim-momentum", "1"), ("--griffin-lim-power", "0"), ("--griffin-lim-iters", "-1")):
+        with pytest.raises(SystemExit):
+            inference.build_parser().parse_args([*flags, flag, value])

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The demo (README's first command runs it through `make demo`): build the synthetic eSpeak NG corpus, train a small
-# Tacotron 2 on the CPU until its attention aligns, and synthesize phrases/phrase.txt with Griffin-Lim.
+# Tacotron 2 on the CPU, synthesize phrases/phrase.txt and the corpus's held-out test sentences with Griffin-Lim, and
+# say how intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists.
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
+#   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
@@ -10,6 +12,7 @@ DATA_DIR=${DATA_DIR:-data/synthetic}
 OUTPUT_DIR=${OUTPUT_DIR:-output/demo}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 FILELISTS=${FILELISTS:-filelists}
+ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 
 start=$(date +%s)
 if [ ! -f "$DATA_DIR/metadata.csv" ]; then
@@ -18,7 +21,22 @@ fi
 "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
     --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
     --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --resume-from-last "$@"
-"$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments \
-    --tacotron2 "$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
+checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
+"$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint"
+# The held-out test sentences: text the model never trained on, in the corpus's own style.
+cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sentences.txt"
+"$PYTHON" inference.py -i "$OUTPUT_DIR/test_sentences.txt" -o "$OUTPUT_DIR/wavs_test" --cpu --quiet \
+    --tacotron2 "$checkpoint"
 "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" --inference-log "$OUTPUT_DIR/wavs/nvlog.json" \
     --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))
+if [ -f "$ASR_CHECKPOINT" ]; then
+    echo "== Intelligibility: what $ASR_CHECKPOINT hears =="
+    "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs_test" --quiet \
+        --texts "$OUTPUT_DIR/test_sentences.txt" --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_test"
+    "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs" --quiet \
+        --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases"
+else
+    echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
+         "(about 25 minutes), then \`make demo\` again (it resumes the finished training and only synthesizes and" \
+         "scores), or set ASR_CHECKPOINT."
+fi

@@ -136,8 +136,8 @@ def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tm
     import common.vocoder
 
     class MismatchedVocoder(common.vocoder.GriffinLimVocoder):
-        def __init__(self, audio_params, n_iters):
-            super().__init__(AudioParams(mel_fmax=7000.0), n_iters)
+        def __init__(self, audio_params, *settings):
+            super().__init__(AudioParams(mel_fmax=7000.0), *settings)
 
     monkeypatch.setattr(common.vocoder, "GriffinLimVocoder", MismatchedVocoder)
     phrases = tmp_path / "p.txt"

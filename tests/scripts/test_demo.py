@@ -1,0 +1,47 @@
+"""scripts/demo.sh (`make demo`) end to end with a tiny model for one epoch: it trains, synthesizes the phrases and the
+corpus's held-out test sentences, and scores them with the recognizer when one exists, or says how to get one. The
+speech of a one-epoch model means nothing: the tests check the steps and what they leave."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.scripts.test_intelligibility import recognizer_checkpoint  # noqa: F401 (a fixture)
+from tests.test_inference import TINY
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_demo(corpus, output: Path, asr_checkpoint: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus.dataset_dir), "OUTPUT_DIR": str(output),
+           "FILELISTS": str(corpus.train_filelist.parent), "ASR_CHECKPOINT": str(asr_checkpoint),
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.run(["bash", "scripts/demo.sh", *TINY, "--epochs", "1", "--num-workers", "0", "-bs", "8"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus, recognizer_checkpoint,  # noqa: F811
+                                                               tmp_path):
+    output = tmp_path / "demo"
+    completed = run_demo(synthetic_corpus, output, recognizer_checkpoint)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert (output / "checkpoint_Tacotron2_last.pt").exists()
+    phrases = [line for line in (ROOT / "phrases" / "phrase.txt").read_text().splitlines() if line.strip()]
+    assert sorted(path.name for path in (output / "wavs").glob("*.wav")) == sorted(
+        f"audio_{n}.wav" for n in range(1, len(phrases) + 1))
+    test_texts = [line.split("|")[1] for line in synthetic_corpus.test_filelist.read_text().splitlines()]
+    assert (output / "test_sentences.txt").read_text().splitlines() == test_texts
+    assert len(list((output / "wavs_test").glob("audio_*.wav"))) == len(test_texts)
+    for name, count in (("intelligibility_test", len(test_texts)), ("intelligibility_phrases", len(phrases))):
+        report = json.loads((output / name / "intelligibility.json").read_text())
+        assert report["asr"] == str(recognizer_checkpoint)
+        assert len(report["synthesized"]["files"]) == len(report["espeak"]["files"]) == count
+    assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
+
+    # no recognizer: the demo still ends well and says how to get one (the finished training is not redone)
+    completed = run_demo(synthetic_corpus, output, tmp_path / "no_such_asr.pt")
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "make demo-asr" in completed.stdout and "not measured" in completed.stdout

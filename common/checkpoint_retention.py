@@ -10,7 +10,8 @@ a crash in between leaves one checkpoint too many, never one too few.
 
 The newest N travel in every checkpoint (`retained_checkpoints`), so a resumed run goes on deleting that run's
 files, and never a file it did not write: checkpoints of an earlier run in the same folder, or written before N was
-set, are left alone.
+set, are left alone. HiFi-GAN's --fine-tuning goes on from the base run's checkpoint in the base run's folder with an
+empty list, so the base checkpoints are never deleted (NVIDIA's rotation deletes them).
 """
 from __future__ import annotations
 

@@ -125,10 +125,10 @@ class Trainer:
         self.best_metric_value = math.inf  # of recipe.best_checkpoint_metric
         self.retention = RetentionPolicy.from_args(args)
         self.retained_checkpoints: list[list] = []  # [file name, is milestone] of the newest periodic checkpoints
-        resume_from = find_resume_checkpoint(args, recipe.name)
+        self.fine_tune_epoch_start: int | None = None  # where HiFi-GAN's --fine-tuning began (training_state.py)
+        resume_from, resume_flag = find_resume_checkpoint(args, recipe.name) or (None, None)
         if resume_from is not None:
-            restore_training_state(self, resume_from,
-                                   "--checkpoint-path" if args.checkpoint_path else "--resume-from-last")
+            restore_training_state(self, resume_from, resume_flag)
         self.first_epoch = self.epoch  # of this invocation, for --epochs-this-job
         self.validated_at = self.saved_at = None  # the iteration of the last validation and checkpoint
         self.last_checkpoint: Path | None = resume_from  # the last periodic checkpoint written or resumed from

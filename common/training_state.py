@@ -63,13 +63,25 @@ def rng_state_from_checkpoint(saved: dict) -> dict:
     return state
 
 
-def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> Path | None:
+def fine_tunes_in_place(args: argparse.Namespace) -> bool:
+    """HiFi-GAN's --fine-tuning (NVIDIA's --fine_tuning; no other family has the flag): the run goes on from the last
+    checkpoint in its own -o/--output, NVIDIA's way of fine-tuning a trained vocoder on an acoustic model's mels."""
+    return getattr(args, "fine_tuning", False)
+
+
+def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> tuple[Path, str] | None:
+    """The checkpoint this run resumes from, and the flag that asked for it (for messages); None: a fresh start."""
     if args.checkpoint_path:
-        return Path(args.checkpoint_path)
-    if args.resume_from_last:
+        return Path(args.checkpoint_path), "--checkpoint-path"
+    flag = "--fine-tuning" if fine_tunes_in_place(args) else "--resume-from-last"
+    if args.resume_from_last or fine_tunes_in_place(args):
         pointer = ckpt.last_checkpoint_pointer(args.output, model_name)
         if pointer.exists():
-            return pointer.resolve()
+            return pointer.resolve(), flag
+        if fine_tunes_in_place(args):
+            raise UserError(f"--fine-tuning goes on from the base run's checkpoint in -o/--output, and {args.output} "
+                            f"has no {pointer.name}: give the base run's folder as -o, or start from a checkpoint "
+                            "elsewhere with --fine-tune-from CKPT")
         print(f"--resume-from-last: no {pointer} yet, starting from scratch", flush=True)
     return None
 
@@ -93,6 +105,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "skipped_steps": trainer.skipped_steps,
         "best_metric_value": trainer.best_metric_value,
         "retained_checkpoints": trainer.retained_checkpoints,
+        "fine_tune_epoch_start": trainer.fine_tune_epoch_start,
         "world_size": trainer.context.world_size,
         "rng_states": rng_states,
         "args": {key: value for key, value in vars(trainer.args).items()
@@ -145,3 +158,28 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
         seed_everything(trainer.args.seed + 7919 * trainer.epoch + rank)
     print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
           f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)
+    trainer.fine_tune_epoch_start = state.get("fine_tune_epoch_start")
+    if fine_tunes_in_place(trainer.args) and trainer.fine_tune_epoch_start is None:
+        start_fine_tuning(trainer, path)
+
+
+def start_fine_tuning(trainer, base: Path) -> None:
+    """--fine-tuning on a base run's checkpoint, just restored (weights, optimizer moments, epoch, step): as NVIDIA's
+    first fine-tuning load, both learning rates are multiplied by --fine-tune-lr-factor and the epoch it starts at
+    is recorded. The record marks this run's checkpoints as the fine-tuning run's, so the next --fine-tuning in the
+    folder resumes it and multiplies nothing again."""
+    args = trainer.args
+    if (args.epochs and trainer.epoch >= args.epochs) or (args.max_updates and trainer.iteration >= args.max_updates):
+        raise UserError(f"--fine-tuning: the base run {base} has done {trainer.epoch} epochs and {trainer.iteration} "
+                        "updates, so there is nothing left to fine-tune; raise --epochs or --max-updates past them "
+                        "(NVIDIA fine-tunes 6500 base epochs with --epochs 10000)")
+    for optimizer in trainer.optimizers.values():
+        for group in optimizer.param_groups:
+            group["initial_lr"] *= args.fine_tune_lr_factor  # what the schedule multiplies; the optimizer saves it
+            group["lr"] *= args.fine_tune_lr_factor
+    trainer.fine_tune_epoch_start = trainer.epoch
+    # The base run's checkpoints are not this run's to delete (NVIDIA's rotation deletes its base checkpoint): from
+    # here --keep-last-checkpoints counts only the checkpoints of the fine-tuning run.
+    trainer.retained_checkpoints = []
+    print(f"--fine-tuning: fine-tuning {base} from epoch {trainer.epoch}, step {trainer.iteration}, with the "
+          f"learning rates x{args.fine_tune_lr_factor:g}; it stays in {args.output}", flush=True)

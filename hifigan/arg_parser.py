@@ -199,19 +199,6 @@ COMPATIBILITY_FLAGS = {
 }
 
 
-class InPlaceFineTuning(argparse.Action):
-    """NVIDIA's --fine_tuning resumes the base run in its own folder and multiplies the learning rates once; here a
-    fine-tuning run starts from a checkpoint, in a folder of its own, so the flag says what to give instead."""
-
-    def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        raise argparse.ArgumentError(self, "NVIDIA's fine-tuning in the base run's own folder is not supported; "
-                                           "give --fine-tune-from BASE_CHECKPOINT --input-mels-dir DIR and a new "
-                                           "-o/--output (scripts/fine_tune_hifigan.sh)")
-
-
 def path_from_current_folder(text: str) -> str:
     return str(Path(text).resolve())
 
@@ -222,8 +209,6 @@ def add_reference_args(parser: argparse.ArgumentParser) -> None:
     reference.add_argument("--log_file", dest="log_file", type=path_from_current_folder, default=argparse.SUPPRESS,
                            help="NVIDIA's spelling of --log-file, a path from the current folder (--log-file's is "
                                 "relative to --output)")
-    reference.add_argument("--fine_tuning", action=InPlaceFineTuning, default=argparse.SUPPRESS,
-                           help="not supported: NVIDIA's fine-tuning in the base run's folder (see --fine-tune-from)")
     add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
 
 

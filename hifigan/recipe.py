@@ -56,6 +56,12 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                                "hifigan_discrim_checkpoint or jik876's do_XXXXXXXX")
     training.add_argument("--fine-tune-lr-factor", "--fine_tune_lr_factor", dest="fine_tune_lr_factor", type=float,
                           default=1.0, help="multiplies -lr for both optimizers (NVIDIA fine-tunes with 3)")
+    training.add_argument("--fine-tuning", "--fine_tuning", dest="fine_tuning", action="store_true",
+                          help="NVIDIA's fine-tuning in place: the base run's command line and -o/--output, plus "
+                               "this and --input-mels-dir. The first time, training goes on from the folder's last "
+                               "checkpoint (weights, optimizer states, epoch) with both learning rates x "
+                               "--fine-tune-lr-factor; later, the fine-tuning run resumes. --epochs counts the base "
+                               "epochs too (NVIDIA: 10000 after 6500); the base checkpoints are never deleted")
     # The reference's optimizer: AdamW's own weight decay (0.01), and no gradient clipping.
     parser.set_defaults(weight_decay=0.01, grad_clip_thresh=0.0)
 
@@ -116,9 +122,16 @@ def lr_schedule(args: argparse.Namespace) -> ExponentialDecay:
 
 def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
     """--fine-tune-from's weights, then the EMA started from the generator (not from its own random draw, as the
-    reference's was). A resumed run then loads its checkpoint over all of this, the EMA included."""
+    reference's was). A resumed run, and --fine-tuning (common/training_state.py), then load their checkpoint over
+    all of this, the EMA included."""
     if args.fine_tune_discriminator_from and not args.fine_tune_from:
         raise UserError("--fine-tune-discriminator-from needs --fine-tune-from (the generator to start from)")
+    if args.fine_tuning and not args.input_mels_dir:
+        raise UserError("--fine-tuning trains on an acoustic model's own mels: give --input-mels-dir DIR "
+                        "(scripts/extract_gta_mels.sh writes them)")
+    if args.fine_tuning and args.fine_tune_from:
+        raise UserError("--fine-tuning goes on from the checkpoint in -o/--output, --fine-tune-from starts from "
+                        "another one in a new folder: give one of them")
     if args.fine_tune_from:
         load_fine_tune_weights(model, args)
     model.reset_ema()

@@ -62,8 +62,6 @@ def test_flags_accepted_only_for_compatibility_say_so_in_help():
 
 
 @pytest.mark.parametrize("model, argv, message", [
-    ("HiFiGAN", ["--fine_tuning"], "argument --fine_tuning: NVIDIA's fine-tuning in the base run's own folder is not "
-                                   "supported; give --fine-tune-from BASE_CHECKPOINT --input-mels-dir DIR"),
     ("wav2vec2", ["--ema", "0.999"], "argument --ema: an EMA of the weights is not implemented"),
     ("wav2vec2", ["--optimizer", "lamb"], "argument --optimizer: invalid choice: 'lamb'"),
     ("wav2vec2", ["--lr_policy", "cosine"], "argument --lr-policy/--lr_policy: invalid choice: 'cosine'"),

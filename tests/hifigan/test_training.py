@@ -1,9 +1,11 @@
 """HiFi-GAN through the shared trainer: the D-then-G step with accumulation on 2 gloo ranks equals 1 process on the
 global batch, the EMA generator (started from the generator, saved, resumed, validated), fine-tuning from a
-checkpoint with a learning-rate factor, the per-epoch decay, and bf16. The tiny flags are tests/test_families.py's;
-its conformance test covers --dry-run, pinned losses with exact resume, and 2 ranks of batch B vs 1 of 2B. Also:
-fine-tuning from NVIDIA's files, --input-mels-dir through train.py, and the validation report and sums."""
+checkpoint with a learning-rate factor and NVIDIA's --fine_tuning in the base run's folder, the per-epoch decay, and
+bf16. The tiny flags are tests/test_families.py's; its conformance test covers --dry-run, pinned losses with exact
+resume, and 2 ranks of batch B vs 1 of 2B. Also: fine-tuning from NVIDIA's files, --input-mels-dir through train.py,
+and the validation report and sums."""
 import argparse
+import shutil
 
 import pytest
 import torch
@@ -12,6 +14,7 @@ import train
 from common.arguments import parse_args
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_checkpoint
+from common.errors import UserError, exit_on_user_error
 from common.filelist import read_filelist
 from common.logger import read_dllogger_file
 from common.trainer import Trainer
@@ -120,6 +123,79 @@ def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_ra
         Trainer(RECIPE, args)
 
 
+def test_fine_tuning_in_the_base_runs_folder_goes_on_at_a_multiple_of_the_rate_and_then_resumes(synthetic_corpus,
+                                                                                                 tmp_path):
+    """NVIDIA's --fine_tuning: the base run's command line and folder, plus --input-mels-dir. The first time, the
+    base checkpoint's weights, optimizer moments, epoch and step go on with both learning rates x 3; retention
+    never deletes the base checkpoint; the next time, the fine-tuning run resumes exactly (no second x 3)."""
+    torch.set_num_threads(1)
+    mels = write_own_mels(synthetic_corpus, tmp_path / "mels")
+    keep_one = ("--keep-last-checkpoints", "1")
+    train.main(hifigan_args(synthetic_corpus, tmp_path / "base", "--max-updates", "1", *keep_one))
+    base_file = (tmp_path / "base" / "checkpoint_HiFiGAN_last.pt").resolve()
+    base = load_checkpoint(base_file)
+    for run in ("straight", "stopped"):
+        shutil.copytree(tmp_path / "base", tmp_path / run, symlinks=True)
+
+    def fine_tuning(folder, max_updates: int) -> list[str]:
+        return hifigan_args(synthetic_corpus, folder, "--max-updates", str(max_updates), *keep_one,
+                            "--save-interval-updates", "1", "--fine_tuning", "--input_mels_dir", str(mels),
+                            "--fine_tune_lr_factor", "3")
+
+    with pytest.raises(UserError, match="nothing left to fine-tune; raise --epochs or --max-updates"):
+        Trainer(RECIPE, parsed(fine_tuning(tmp_path / "base", 1)))
+
+    trainer = Trainer(RECIPE, parsed(fine_tuning(tmp_path / "straight", 4)))
+    assert (trainer.epoch, trainer.iteration, trainer.batches_done_in_epoch, trainer.fine_tune_epoch_start) == (
+        base["epoch"], base["iteration"], base["batches_done_in_epoch"], base["epoch"]) == (0, 1, 1, 0)
+    state = trainer.model.state_dict()
+    for key, value in base["state_dict"].items():
+        assert torch.equal(state[key], value), key
+    for name, optimizer in trainer.optimizers.items():
+        saved, resumed = base["optimizers"][name], optimizer.state_dict()
+        assert [group["initial_lr"] for group in resumed["param_groups"]] == [
+            pytest.approx(3 * group["initial_lr"]) for group in saved["param_groups"]]
+        assert all(torch.equal(resumed["state"][index]["exp_avg"], moments["exp_avg"])
+                   for index, moments in saved["state"].items())
+    trainer.train()
+    assert load_checkpoint(tmp_path / "straight" / "checkpoint_HiFiGAN_last.pt")["fine_tune_epoch_start"] == 0
+    # Three fine-tuning checkpoints written, the newest kept, and the base checkpoint untouched.
+    assert sorted(path.name for path in (tmp_path / "straight").glob("checkpoint_HiFiGAN_*.pt")) == [
+        "checkpoint_HiFiGAN_1_1.pt", "checkpoint_HiFiGAN_1_4.pt", "checkpoint_HiFiGAN_last.pt"]
+    assert base_file.read_bytes() == (tmp_path / "straight" / base_file.name).read_bytes()
+
+    train.main(fine_tuning(tmp_path / "stopped", 2))
+    train.main(fine_tuning(tmp_path / "stopped", 4))
+    straight_log, stopped_log = tmp_path / "straight" / "nvlog.json", tmp_path / "stopped" / "nvlog.json"
+    assert train_losses(stopped_log, 2) == train_losses(straight_log, 2)
+    rate = FAMILIES["HiFiGAN"].learning_rate
+    assert [r["lr"] for r in records(stopped_log, "lr")] == pytest.approx([rate, 3 * rate, 3 * rate, 3 * rate])
+    straight = load_checkpoint(tmp_path / "straight" / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    resumed = load_checkpoint(tmp_path / "stopped" / "checkpoint_HiFiGAN_last.pt")["state_dict"]
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key
+
+
+@pytest.mark.parametrize("extra, message", [
+    ((), "--fine-tuning trains on an acoustic model's own mels: give --input-mels-dir DIR"),
+    (("--input-mels-dir", "{mels}", "--fine-tune-from", "{mels}/base.pt"),
+     "--fine-tuning goes on from the checkpoint in -o/--output, --fine-tune-from starts from another one"),
+    (("--input-mels-dir", "{mels}"), "--fine-tuning goes on from the base run's checkpoint in -o/--output, and "
+                                     "{output} has no checkpoint_HiFiGAN_last.pt"),
+])
+def test_fine_tuning_without_mels_or_without_a_base_run_is_one_error_line(extra, message, synthetic_corpus, tmp_path,
+                                                                          capsys):
+    mels = write_own_mels(synthetic_corpus, tmp_path / "mels")
+    output = tmp_path / "empty"
+    extra = [value.format(mels=mels) for value in extra]
+    with pytest.raises(SystemExit) as stopped:
+        exit_on_user_error(lambda: train.main(hifigan_args(synthetic_corpus, output, "--max-updates", "1",
+                                                           "--fine_tuning", *extra)))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {message.format(output=output)}"), lines
+
+
 def test_two_adamw_with_the_references_betas_and_decay_and_an_exponential_rate_per_epoch(synthetic_corpus, tmp_path):
     args = parsed(hifigan_args(synthetic_corpus, tmp_path, "--epochs", "1"))
     assert args.weight_decay == 0.01 and args.grad_clip_thresh == 0 and args.lr_decay == 0.9998
@@ -180,17 +256,21 @@ def test_fine_tuning_from_nvidias_generator_and_discriminator_files(synthetic_co
         Trainer(RECIPE, args)
 
 
+def write_own_mels(corpus, folder):
+    """An --input-mels-dir of every training and validation wav's own mel (which trains as the computed mels do)."""
+    folder.mkdir()
+    mel_spectrogram = MelSpectrogram(AudioParams())
+    for filelist in (corpus.train_filelist, corpus.val_filelist):
+        for entry in read_filelist(filelist, corpus.dataset_dir, need_text=False):
+            torch.save(mel_spectrogram(load_wav(entry.path, 22050))[0], folder / f"{entry.path.stem}.pt")
+    return folder
+
+
 def test_input_mels_dir_trains_on_the_given_mels(synthetic_corpus, tmp_path):
     """GTA mels that are the audio's own mels train exactly as the computed ones; the audio (and so the loss mel)
     is the wav's either way."""
     torch.set_num_threads(1)
-    mels = tmp_path / "mels"
-    mels.mkdir()
-    mel_spectrogram = MelSpectrogram(AudioParams())
-    for entry in read_filelist(synthetic_corpus.train_filelist, synthetic_corpus.dataset_dir, need_text=False):
-        torch.save(mel_spectrogram(load_wav(entry.path, 22050))[0], mels / f"{entry.path.stem}.pt")
-    for entry in read_filelist(synthetic_corpus.val_filelist, synthetic_corpus.dataset_dir, need_text=False):
-        torch.save(mel_spectrogram(load_wav(entry.path, 22050))[0], mels / f"{entry.path.stem}.pt")
+    mels = write_own_mels(synthetic_corpus, tmp_path / "mels")
     train.main(hifigan_args(synthetic_corpus, tmp_path / "computed", "--max-updates", "2"))
     train.main(hifigan_args(synthetic_corpus, tmp_path / "given", "--max-updates", "2", "--input-mels-dir", str(mels)))
     computed, given = records(tmp_path / "computed" / "nvlog.json", "train_loss"), records(

@@ -87,6 +87,10 @@ def test_bad_filelists_are_named(corpus_copy, tmp_path):
     assert rows(tmp_path / "mels_train.txt")[0][0].startswith("mels/SYN")
     twice = tmp_path / "twice_audio_text_x.txt"
     twice.write_text(good + good.replace("wavs/", "elsewhere/"))
+    (corpus_copy / "elsewhere").mkdir()
+    for line in good.splitlines():  # the same file names in another folder: the files exist, their mels collide
+        name = line.split("|")[0].removeprefix("wavs/")
+        shutil.copy(corpus_copy / "wavs" / name, corpus_copy / "elsewhere" / name)
     with pytest.raises(ValueError, match=r"would both be saved as mels/SYN"):
         compute_mels(corpus_copy, [twice])
 

@@ -18,18 +18,18 @@ from common.schedules import add_schedule_args
 # Flag value checkers: argparse turns their ArgumentTypeError into an error naming the flag and the value.
 
 
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+def _at_least(value, minimum):
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    return _at_least(int(text), 0)
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return _at_least(int(text), 1)
 
 
 def odd_positive_int(text: str) -> int:
@@ -47,10 +47,7 @@ def probability(text: str) -> float:
 
 
 def non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0.0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+    return _at_least(float(text), 0.0)
 
 
 def positive_float(text: str) -> float:

@@ -100,7 +100,6 @@ def main(argv: list[str] | None = None) -> dict:
     texts = [entry.text for entry in entries]
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="intelligibility_breakdown_"))
     output.mkdir(parents=True, exist_ok=True)
-    (output / "texts.txt").write_text("".join(text + "\n" for text in texts), encoding="utf-8")
 
     torch.manual_seed(1234)
     recognizer = Recognizer(argparse.Namespace(asr=args.asr, labels_path=None, batch_size=8, cpu=True, amp=False,

@@ -26,6 +26,12 @@ logger = logging.getLogger(__name__)
 _ARPABET_IN_BRACES = re.compile(r"\{([^{}]*)\}")
 
 
+def _braces_split(text: str) -> Iterator[tuple[bool, str]]:
+    """(False, text outside braces) and (True, what is inside a pair of braces), in order."""
+    for index, part in enumerate(_ARPABET_IN_BRACES.split(text)):
+        yield index % 2 == 1, part
+
+
 class TextProcessor:
     """Turns transcripts into symbol ids and back. symbols[0] is padding: encode() never produces it."""
 
@@ -70,7 +76,7 @@ class TextProcessor:
             symbols.pop(0)
         unknown = Counter(symbol for symbol in symbols if symbol not in self._id_of)
         if self._cleaners_transliterate:  # what the cleaners dropped never reaches the symbols: count it here
-            text_outside_braces = "".join(_ARPABET_IN_BRACES.split(text)[::2])
+            text_outside_braces = "".join(part for is_arpabet, part in _braces_split(text) if not is_arpabet)
             unknown.update(untransliterable_characters(text_outside_braces))
         if unknown:
             self._report_unknown(unknown, where)
@@ -111,18 +117,19 @@ class TextProcessor:
 
     def _parts(self, text: str) -> Iterator[tuple[bool, str | list[str]]]:
         """(False, cleaned text) and (True, [ARPAbet phonemes]) in the order they come. The braces of the input are
-        found first (cleaners never see them), then those a cleaner writes (english_cleaners_arpabet)."""
-        for i, part in enumerate(_ARPABET_IN_BRACES.split(text)):
-            if i % 2 == 1:
+        kept away from the cleaners; those a cleaner writes (english_cleaners_arpabet) are read like them."""
+        cleaned = "".join("{" + part + "}" if is_arpabet else self._clean_text(part)
+                          for is_arpabet, part in _braces_split(text))
+        for is_arpabet, part in _braces_split(cleaned):
+            if is_arpabet:
                 yield True, [phoneme.upper() for phoneme in part.split()]
-                continue
-            for cleaner in self.cleaners:
-                part = cleaner(part)
-            for j, piece in enumerate(_ARPABET_IN_BRACES.split(part)):
-                if j % 2 == 1:
-                    yield True, [phoneme.upper() for phoneme in piece.split()]
-                elif piece:
-                    yield False, piece
+            elif part:
+                yield False, part
+
+    def _clean_text(self, text: str) -> str:
+        for cleaner in self.cleaners:
+            text = cleaner(text)
+        return text
 
     def _to_symbols(self, text: str) -> list[str]:
         symbols = []

@@ -1,4 +1,5 @@
-"""The one audio front-end every model uses: wav I/O, STFT, Slaney mel filterbank, log compression, Griffin-Lim.
+"""The one audio front-end every model uses: audio file I/O (and resampling), STFT, Slaney mel filterbank, log
+compression, Griffin-Lim.
 
 The numbers match NVIDIA's Tacotron 2 (n_fft 1024, hop 256, periodic Hann, centred reflect padding, magnitude
 spectrum, Slaney mel 80 x 0..8000 Hz, log(clamp(x, 1e-5))) so its published checkpoints see the mels they were
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import soundfile
 import torch
+import torch.nn.functional as F
 
 from common.errors import UserError, UserFileNotFoundError
 
@@ -80,25 +83,55 @@ def add_audio_args(parser: argparse.ArgumentParser) -> None:
 # Wav files
 
 
-def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1) -> torch.Tensor:
-    """Read a mono wav as float32 in [-1, 1]; every failure names the file."""
+def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1, *, source: str | None = None,
+             mix_to_mono: bool = False, resample: bool = False, resample_flag: str | None = None,
+             normalize: bool = False) -> torch.Tensor:
+    """Read a sound file (wav, flac, any format soundfile reads) as float32 mono in [-1, 1] at
+    expected_sampling_rate; every failure names the file, after `source` (e.g. "train.tsv:5") if given.
+
+    mix_to_mono: average the channels of a file with several (else it is refused). resample: bring a file at another
+    rate to expected_sampling_rate (resample_audio); without it such a file is refused, the message naming
+    resample_flag where the caller has a flag that turns resampling on (wav2vec 2.0's --resample). normalize: zero
+    mean and unit variance over the whole file (F.layer_norm, as fairseq's --normalize)."""
     path = Path(path)
+    where = f"{source}: " if source else ""
     if not path.is_file():
-        raise UserFileNotFoundError(f"audio file not found: {path}")
+        raise UserFileNotFoundError(f"{where}audio file not found: {path}")
     try:
         audio, sampling_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except Exception as error:  # soundfile raises several types for unreadable files
-        raise UserError(f"cannot read audio file {path}: {error}") from error
+        raise UserError(f"{where}cannot read audio file {path}: {error}") from error
+    if audio.shape[0] == 0:
+        raise UserError(f"{where}{path} holds no samples")
+    if sampling_rate != expected_sampling_rate and not resample:
+        if resample_flag is not None:
+            raise UserError(f"{where}{path} is at {sampling_rate} Hz, expected {expected_sampling_rate} Hz (resample "
+                            f"the corpus, or pass {resample_flag} to resample as it is read)")
+        raise UserError(f"{where}{path}: sampling rate is {sampling_rate} Hz, expected {expected_sampling_rate} Hz "
+                        "(resample the corpus, or set --sampling-rate)")
+    if audio.shape[1] != 1 and not mix_to_mono:
+        raise UserError(f"{where}{path}: has {audio.shape[1]} channels, expected mono")
+    audio = audio.mean(axis=1) if audio.shape[1] > 1 else audio[:, 0]
     if sampling_rate != expected_sampling_rate:
-        raise UserError(
-            f"{path}: sampling rate is {sampling_rate} Hz, expected {expected_sampling_rate} Hz "
-            "(resample the corpus, or set --sampling-rate)"
-        )
-    if audio.shape[1] != 1:
-        raise UserError(f"{path}: has {audio.shape[1]} channels, expected mono")
+        audio = resample_audio(audio, sampling_rate, expected_sampling_rate)
     if audio.shape[0] < min_samples:
-        raise UserError(f"{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
-    return torch.from_numpy(audio[:, 0].copy())
+        raise UserError(f"{where}{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
+    waveform = torch.from_numpy(np.ascontiguousarray(audio))
+    if normalize:  # per file, over the whole of it, as fairseq (before any crop)
+        waveform = F.layer_norm(waveform, waveform.shape)
+    return waveform
+
+
+def resample_audio(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling (scipy's resample_poly): resampled_length(len(audio), from_rate, to_rate) samples."""
+    from scipy.signal import resample_poly  # imported late: only resampling needs scipy
+
+    divisor = math.gcd(from_rate, to_rate)
+    return resample_poly(audio, to_rate // divisor, from_rate // divisor).astype(np.float32)
+
+
+def resampled_length(num_samples: int, from_rate: int, to_rate: int) -> int:
+    return -(-num_samples * to_rate // from_rate)
 
 
 def save_wav(path: str | Path, audio: torch.Tensor | np.ndarray, sampling_rate: int) -> None:

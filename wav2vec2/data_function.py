@@ -27,7 +27,6 @@ are those of N separate batches; the whole group is cropped to its shortest (pre
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import dataclasses
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import soundfile
 import torch
-import torch.nn.functional as F
 from torch.utils.data import Dataset, Sampler
 
+from common.audio import load_wav, resampled_length
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
 from common.sampler import MaxTokensBatchSampler
@@ -194,45 +193,6 @@ class AudioItem(NamedTuple):
     max_sample_size: int | None  # pre-training crops to at most this many samples
 
 
-def resample_audio(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
-    """Polyphase resampling (scipy's resample_poly): ceil(len * to_rate / from_rate) samples."""
-    from scipy.signal import resample_poly
-
-    divisor = math.gcd(from_rate, to_rate)
-    return resample_poly(audio, to_rate // divisor, from_rate // divisor).astype(np.float32)
-
-
-def resampled_length(num_samples: int, from_rate: int, to_rate: int) -> int:
-    return -(-num_samples * to_rate // from_rate)
-
-
-def load_audio(path: str | Path, sample_rate: int, *, resample: bool = False, source: str | None = None,
-               normalize: bool = False) -> torch.Tensor:
-    """A sound file of any soundfile format as float32 mono (channels averaged) at `sample_rate`: resampled if
-    `resample`, else refused at another rate. Errors name the file, after `source` (e.g. "train.tsv:5") if given.
-    `normalize`: zero mean and unit variance over the utterance (F.layer_norm, as fairseq's --normalize)."""
-    path = Path(path)
-    where = f"{source}: " if source else ""
-    if not path.is_file():
-        raise UserFileNotFoundError(f"{where}audio file not found: {path}")
-    try:
-        audio, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
-    except Exception as error:  # soundfile raises several types for unreadable files
-        raise UserError(f"{where}cannot read audio file {path}: {error}") from error
-    if audio.shape[0] == 0:
-        raise UserError(f"{where}{path} holds no samples")
-    audio = audio.mean(axis=1) if audio.shape[1] > 1 else audio[:, 0]
-    if rate != sample_rate:
-        if not resample:
-            raise UserError(f"{where}{path} is at {rate} Hz, expected {sample_rate} Hz (resample the corpus, or "
-                            "pass --resample to resample as it is read)")
-        audio = resample_audio(audio, rate, sample_rate)
-    waveform = torch.from_numpy(np.ascontiguousarray(audio))
-    if normalize:  # per utterance, over the whole of it, as fairseq (before any crop)
-        waveform = F.layer_norm(waveform, waveform.shape)
-    return waveform
-
-
 class AudioDataset(Dataset):
     """The utterances of a manifest as float32 waveforms at `sample_rate`, with their letter targets when `labels`.
 
@@ -296,8 +256,8 @@ class AudioDataset(Dataset):
         return self.manifest.audio_path(self.manifest_indices[index])
 
     def load_audio(self, index: int) -> torch.Tensor:
-        return load_audio(self.audio_path(index), self.sample_rate, resample=self.resample,
-                          source=self.source(index), normalize=self.normalize)
+        return load_wav(self.audio_path(index), self.sample_rate, source=self.source(index), mix_to_mono=True,
+                        resample=self.resample, resample_flag="--resample", normalize=self.normalize)
 
     def __getitem__(self, key: int | tuple[int, int]) -> AudioItem:
         index, sub_batch = (key, 0) if isinstance(key, (int, np.integer)) else key

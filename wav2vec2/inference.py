@@ -21,13 +21,14 @@ from pathlib import Path
 
 import torch
 
+from common.audio import load_wav
 from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
 from common.registry import get_recipe
 from wav2vec2 import checkpoints
-from wav2vec2.data_function import load_audio, read_manifest
+from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
 
@@ -58,16 +59,17 @@ def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False) 
     if len(inputs) == 1 and inputs[0].endswith(".tsv"):
         manifest = read_manifest(inputs[0], sampling_rate, resample=True)
         references = reference_lines(Path(inputs[0]), len(manifest.entries))
-        return [Utterance(number, relative, load_audio(manifest.root / relative, sampling_rate, resample=True,
-                                                       source=manifest.source(number - 1), normalize=normalize),
+        return [Utterance(number, relative, load_wav(manifest.root / relative, sampling_rate,
+                                                     source=manifest.source(number - 1), mix_to_mono=True,
+                                                     resample=True, normalize=normalize),
                           references[number - 1] if references else None)
                 for number, (relative, _) in enumerate(manifest.entries, 1)]
     utterances = []
     for number, name in enumerate(inputs, 1):
         if name.endswith(".tsv"):
             raise UserError(f"-i {name}: give one manifest alone, or audio files")
-        utterances.append(Utterance(number, name, load_audio(Path(name), sampling_rate, resample=True,
-                                                             source="-i", normalize=normalize)))
+        utterances.append(Utterance(number, name, load_wav(Path(name), sampling_rate, source="-i",
+                                                           mix_to_mono=True, resample=True, normalize=normalize)))
     return utterances
 
 

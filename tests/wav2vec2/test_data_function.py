@@ -11,10 +11,11 @@ import torch
 from scipy.signal import resample_poly
 from torch.utils.data import DataLoader
 
+from common.audio import load_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
-from wav2vec2.data_function import (AudioDataset, Collater, ConcatBatches, batch_rng, label_path, load_audio,
-                                    max_tokens_batches, read_labels, read_manifest)
+from wav2vec2.data_function import (AudioDataset, Collater, ConcatBatches, batch_rng, label_path, max_tokens_batches,
+                                    read_labels, read_manifest)
 from wav2vec2.dictionary import Dictionary, words_to_letters
 from wav2vec2.masking import compute_mask_indices, conv_output_lengths, sample_negative_indices
 from wav2vec2.model import model_config_from
@@ -166,18 +167,18 @@ def test_single_files_of_any_rate_load_for_inference_and_mistakes_name_them(tmp_
     path = tmp_path / "voice.flac"
     samples = (0.1 * np.random.default_rng(0).standard_normal(4410)).clip(-1, 1)
     soundfile.write(str(path), samples, 44100, format="FLAC")
-    audio = load_audio(path, RATE, resample=True)
+    audio = load_wav(path, RATE, resample=True)
     assert audio.dtype == torch.float32 and audio.shape == (1600,)
     with pytest.raises(UserError, match=r"voice.flac is at 44100 Hz, expected 16000 Hz"):
-        load_audio(path, RATE)
+        load_wav(path, RATE, resample_flag="--resample")
     with pytest.raises(UserFileNotFoundError, match=r"list.tsv:3: audio file not found: .*none.wav"):
-        load_audio(tmp_path / "none.wav", RATE, source="list.tsv:3")
+        load_wav(tmp_path / "none.wav", RATE, source="list.tsv:3")
     (tmp_path / "text.wav").write_text("not audio")
     with pytest.raises(UserError, match=r"cannot read audio file .*text.wav"):
-        load_audio(tmp_path / "text.wav", RATE)
+        load_wav(tmp_path / "text.wav", RATE)
     soundfile.write(str(tmp_path / "empty.wav"), np.zeros(0), RATE)
     with pytest.raises(UserError, match=r"empty.wav holds no samples"):
-        load_audio(tmp_path / "empty.wav", RATE)
+        load_wav(tmp_path / "empty.wav", RATE)
 
 
 def test_short_items_are_left_out_with_their_labels_and_counted(corpus, capsys):

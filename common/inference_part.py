@@ -1,0 +1,18 @@
+"""What a model family gives inference.py: one `InferencePart` per folder (tacotron2/inference.py,
+wav2vec2/inference.py; the vocoders' mel-to-wav parts are made by common/mel_to_wav.py).
+
+inference.py looks the part up by `-m NAME` (common/registry.py), adds the flags every part shares
+(common/inference_args.py) and the part's own, and hands the parsed arguments to the part's `run`.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class InferencePart:
+    name: str  # the -m value: the family's Recipe.name
+    add_args: Callable[[argparse.ArgumentParser], None]  # the part's own flags (inputs, checkpoints, vocoder choice)
+    run: Callable[[argparse.Namespace], None]  # reads the inputs, writes the outputs under --output

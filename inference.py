@@ -6,9 +6,10 @@
     python inference.py -i phrases/phrase_128.txt -o output/bench --tacotron2 CKPT --batch-size 4 --benchmark-repeats 20
     python inference.py -m WaveGlow -i output/wavs/mels -o output/vocoded --waveglow CKPT     # mel .pt files to wavs
 
-`python inference.py -m NAME --help` lists the flags of that model. Each family's part is the module named in
-common.registry.INFERENCE (add_args, run); the flags every part shares are in common/inference_args.py. A mistake in
-what was given (a missing or damaged file, a checkpoint of another model) ends in one `error: ...` line, exit code 2.
+`python inference.py -m NAME --help` lists the flags of that model. Each family's part is the InferencePart its
+inference.py declares (INFERENCE, common/inference_part.py); the flags every part shares are in
+common/inference_args.py. A mistake in what was given (a missing or damaged file, a checkpoint of another model) ends
+in one `error: ...` line, exit code 2.
 """
 from __future__ import annotations
 

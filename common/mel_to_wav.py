@@ -1,4 +1,5 @@
-"""Vocoding mel files: the inference part of every vocoder family (`inference.py -m WaveGlow`, `-m WaveNet`).
+"""Vocoding mel files: the inference part of every vocoder family (`inference.py -m WaveGlow`, `-m WaveNet`,
+`-m HiFiGAN`), made by mel_to_wav_part from the family's VocoderSpec.
 
     python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01] [--cpu] [--amp|--bf16]
 
@@ -12,6 +13,7 @@ text-to-wav with that vocoder and seed at batch size 1.
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Callable
 
@@ -21,8 +23,9 @@ from common.audio import save_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger, warm_up)
+from common.inference_part import InferencePart
 from common.mel_files import read_mel
-from common.vocoder import add_vocoder_args, load_vocoder
+from common.vocoder import VocoderSpec, add_vocoder_args, load_vocoder
 
 
 MEL_SUFFIXES = (".pt", ".npy")
@@ -51,58 +54,61 @@ def mel_files(paths: list[str]) -> list[Path]:
     return files
 
 
-class MelToWav:
-    """The inference part (add_args, run) that vocodes mel files with one vocoder of common.registry.VOCODERS.
+def mel_to_wav_part(vocoder: VocoderSpec, add_input_args: Callable[[argparse._ArgumentGroup], None] | None = None,
+                    logged: Callable[[argparse.Namespace], dict] | None = None) -> InferencePart:
+    """`inference.py -m <vocoder.name>`: vocode mel files with that vocoder.
 
-    add_input_args(group) adds a family's own input flags; logged(args) -> what it adds to the logged parameters."""
+    add_input_args(group) adds the family's own input flags; logged(args) -> what it adds to the logged parameters."""
+    return InferencePart(name=vocoder.name,
+                         add_args=functools.partial(add_args, vocoder_name=vocoder.name, add_input_args=add_input_args),
+                         run=functools.partial(run, vocoder_name=vocoder.name, logged=logged))
 
-    def __init__(self, vocoder_name: str, add_input_args: Callable[[argparse._ArgumentGroup], None] | None = None,
-                 logged: Callable[[argparse.Namespace], dict] | None = None):
-        self.vocoder_name, self.add_input_args, self.logged = vocoder_name, add_input_args, logged
 
-    def add_args(self, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group(f"{self.vocoder_name} (mel to wav)")
-        group.add_argument("-i", "--input", required=True, nargs="+",
-                           help="mel .pt or .npy files, or folders of them (shape: n_mel_channels x frames)")
-        if self.add_input_args is not None:
-            self.add_input_args(group)
-        add_vocoder_args(parser, only=self.vocoder_name)
+def add_args(parser: argparse.ArgumentParser, vocoder_name: str,
+             add_input_args: Callable[[argparse._ArgumentGroup], None] | None) -> None:
+    group = parser.add_argument_group(f"{vocoder_name} (mel to wav)")
+    group.add_argument("-i", "--input", required=True, nargs="+",
+                       help="mel .pt or .npy files, or folders of them (shape: n_mel_channels x frames)")
+    if add_input_args is not None:
+        add_input_args(group)
+    add_vocoder_args(parser, only=vocoder_name)
 
-    def run(self, args: argparse.Namespace) -> None:
-        check_inference_args(args)
-        args.vocoder = self.vocoder_name  # what common.vocoder.load_vocoder reads; the checkpoint flag is required
-        files = mel_files(args.input)
-        device, dtype = inference_device(args), inference_dtype(args)
-        vocoder = load_vocoder(args, device, mel_audio_params=None)
-        params = vocoder.audio_params
-        logger = open_run_logger(args)
-        logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype),
-                           **(self.logged(args) if self.logged is not None else {})})
 
-        @torch.no_grad()
-        def vocode(mel: torch.Tensor) -> tuple[torch.Tensor, dict]:
-            with Stopwatch(device) as stopwatch:
-                with autocast(device, dtype):
-                    audio = vocoder(mel.to(device))
-                audio = audio.float().cpu()
-            samples = audio.size(1)
-            return audio[0], {"latency": stopwatch.seconds, "vocoder_latency": stopwatch.seconds,
-                              "samples_per_sec": samples / stopwatch.seconds,
-                              "real_time_factor": samples / params.sampling_rate / stopwatch.seconds}
+def run(args: argparse.Namespace, vocoder_name: str, logged: Callable[[argparse.Namespace], dict] | None) -> None:
+    check_inference_args(args)
+    args.vocoder = vocoder_name  # what common.vocoder.load_vocoder reads; the checkpoint flag is required
+    files = mel_files(args.input)
+    device, dtype = inference_device(args), inference_dtype(args)
+    vocoder = load_vocoder(args, device, mel_audio_params=None)
+    params = vocoder.audio_params
+    logger = open_run_logger(args)
+    logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype),
+                       **(logged(args) if logged is not None else {})})
 
-        first = read_mel(files[0], params.n_mel_channels).unsqueeze(0)
-        if args.benchmark_repeats:
-            summary = benchmark(lambda seed: vocode(first)[1], args, averaged=("samples_per_sec", "real_time_factor"))
-            logger.log([], {**summary, "mel_frames": first.size(2)})
-            logger.close()
-            return
-        warm_up(lambda seed: vocode(first), args)
-        output = Path(args.output)
-        for index, path in enumerate(files):
-            audio, record = vocode(read_mel(path, params.n_mel_channels).unsqueeze(0))
-            logger.log([index], {**record, "input": str(path)}, echo=not args.quiet)
-            wav_path = output / f"{path.stem}{args.suffix}.wav"
-            save_wav(wav_path, audio, params.sampling_rate)
-            if not args.quiet:
-                print(f"wrote {wav_path} ({audio.numel() / params.sampling_rate:.2f} s)")
+    @torch.no_grad()
+    def vocode(mel: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        with Stopwatch(device) as stopwatch:
+            with autocast(device, dtype):
+                audio = vocoder(mel.to(device))
+            audio = audio.float().cpu()
+        samples = audio.size(1)
+        return audio[0], {"latency": stopwatch.seconds, "vocoder_latency": stopwatch.seconds,
+                          "samples_per_sec": samples / stopwatch.seconds,
+                          "real_time_factor": samples / params.sampling_rate / stopwatch.seconds}
+
+    first = read_mel(files[0], params.n_mel_channels).unsqueeze(0)
+    if args.benchmark_repeats:
+        summary = benchmark(lambda seed: vocode(first)[1], args, averaged=("samples_per_sec", "real_time_factor"))
+        logger.log([], {**summary, "mel_frames": first.size(2)})
         logger.close()
+        return
+    warm_up(lambda seed: vocode(first), args)
+    output = Path(args.output)
+    for index, path in enumerate(files):
+        audio, record = vocode(read_mel(path, params.n_mel_channels).unsqueeze(0))
+        logger.log([index], {**record, "input": str(path)}, echo=not args.quiet)
+        wav_path = output / f"{path.stem}{args.suffix}.wav"
+        save_wav(wav_path, audio, params.sampling_rate)
+        if not args.quiet:
+            print(f"wrote {wav_path} ({audio.numel() / params.sampling_rate:.2f} s)")
+    logger.close()

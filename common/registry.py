@@ -1,9 +1,11 @@
-"""Where each model family lives: train.py dispatches `-m NAME` to RECIPES, inference.py to INFERENCE, and
-inference.py's `--vocoder NAME` (or the vocoder's checkpoint flag, `--<name in lower case> CKPT`) to VOCODERS."""
+"""Where each model family lives: train.py dispatches `-m NAME` to RECIPES (the module's RECIPE), inference.py to
+INFERENCE (the module's INFERENCE, common/inference_part.py), and inference.py's `--vocoder NAME` (or the vocoder's
+checkpoint flag, `--<name in lower case> CKPT`) to VOCODERS (the module's VOCODER, common/vocoder.py's VocoderSpec)."""
 from __future__ import annotations
 
 import importlib
 
+from common.inference_part import InferencePart
 from common.recipe import Recipe
 
 RECIPES = {
@@ -14,7 +16,7 @@ RECIPES = {
     "wav2vec2": "wav2vec2.recipe",
 }
 
-# inference.py -m NAME: a module with add_args(parser) and run(args). The vocoders' parts turn mel .pt files into wavs.
+# inference.py -m NAME. The vocoders' parts turn mel .pt files into wavs.
 INFERENCE = {
     "Tacotron2": "tacotron2.inference",
     "WaveGlow": "waveglow.inference",
@@ -24,9 +26,7 @@ INFERENCE = {
 }
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 
-# Vocoders an acoustic model's mels can go to: a module with load_vocoder(checkpoint, args, device, flag) (flag: the
-# option that gave the checkpoint, for messages) and, optionally, add_inference_args(parser). Griffin-Lim needs no
-# checkpoint and is built in (common/vocoder.py).
+# Vocoders an acoustic model's mels can go to. Griffin-Lim needs no checkpoint and is built in (common/vocoder.py).
 VOCODERS = {
     "WaveGlow": "waveglow.vocoder",
     "WaveNet": "nvwavenet.vocoder",
@@ -50,8 +50,8 @@ def model_name_in(argv: list[str]) -> str | None:
     return None
 
 
-def get_inference_part(name: str):
-    """The module that runs `inference.py -m NAME` (add_args(parser), run(args))."""
+def get_inference_part(name: str) -> InferencePart:
+    """What runs `inference.py -m NAME`."""
     if name not in INFERENCE:
         raise ValueError(f"unknown model '{name}' for inference; choose one of {', '.join(INFERENCE)}")
-    return importlib.import_module(INFERENCE[name])
+    return importlib.import_module(INFERENCE[name]).INFERENCE

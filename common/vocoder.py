@@ -1,18 +1,19 @@
 """The seam between acoustic models and vocoders: anything that turns a batch of log mels into audio, and how
 inference.py chooses one.
 
-inference.py talks to every vocoder (Griffin-Lim, WaveGlow, WaveNet, later HiFi-GAN) through the Vocoder interface.
+inference.py talks to every vocoder (Griffin-Lim, WaveGlow, WaveNet, HiFi-GAN) through the Vocoder interface.
 Each vocoder carries the AudioParams its mels must have, and inference.py refuses a pairing whose parameters differ.
-The vocoders with checkpoints are listed in common.registry.VOCODERS; one is chosen by `--vocoder NAME
---vocoder-checkpoint CKPT` or by its own checkpoint flag, `--<name in lower case> CKPT` (`--waveglow W.pt`).
-Griffin-Lim, which needs no checkpoint, is the default.
+The vocoders with checkpoints are the families of common.registry.VOCODER_FAMILIES, each declaring
+`VOCODER = VocoderSpec(...)` in its vocoder.py; one is chosen by `--vocoder NAME --vocoder-checkpoint CKPT` or by its
+own checkpoint flag, `--<name in lower case> CKPT` (`--waveglow W.pt`). Griffin-Lim, which needs no checkpoint, is
+the default.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
-from types import ModuleType
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
 import torch
 
@@ -35,6 +36,17 @@ class Vocoder(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class VocoderSpec:
+    """What a vocoder family gives inference.py: its vocoder.py declares `VOCODER = VocoderSpec(...)`."""
+    name: str  # the --vocoder value, and lower-cased its checkpoint flag (--waveglow CKPT): the family's Recipe.name
+    # (checkpoint path, args, device, flag) -> the Vocoder, ready to run on device; flag: the option that gave the
+    # checkpoint (--waveglow, --vocoder-checkpoint), for messages.
+    load: Callable[..., Vocoder]
+    add_args: Callable[[argparse.ArgumentParser], None] | None = None  # the vocoder's own flags (-s, --ema...)
+    has_denoiser: bool = False  # True: its load reads -d/--denoising-strength and --denoiser-mode (common/denoise.py)
+
+
 class GriffinLimVocoder:
     name = "griffin_lim"
 
@@ -52,13 +64,14 @@ def checkpoint_flag(vocoder_name: str) -> str:
     return f"--{vocoder_name.lower()}"
 
 
-def vocoder_module(name: str) -> ModuleType | None:
-    """The vocoder's module, or None where this installation lacks it (a folder left out of a slim image)."""
+def vocoder_spec(name: str) -> VocoderSpec | None:
+    """The vocoder's spec, or None where this installation lacks its module (a folder left out of a slim image): its
+    flags are still offered, and choosing it is an error."""
     try:
-        return importlib.import_module(VOCODERS[name])
+        return importlib.import_module(VOCODERS[name]).VOCODER
     except ModuleNotFoundError as error:
-        if error.name != VOCODERS[name]:
-            raise  # the module exists but something it imports is missing: a real error
+        if not f"{VOCODERS[name]}.".startswith(f"{error.name}."):
+            raise  # the module (or its folder) is there but something it imports is missing: a real error
         return None
 
 
@@ -93,11 +106,10 @@ def add_vocoder_args(parser: argparse.ArgumentParser, only: str | None = None) -
     for name in names:
         group.add_argument(checkpoint_flag(name), default=None, metavar="CKPT", required=only is not None,
                            help=f"{name} checkpoint" + ("" if only else f": vocode with {name}"))
-        module = vocoder_module(name)
-        add_own_args = getattr(module, "add_inference_args", None)
-        if add_own_args is not None:
-            add_own_args(parser)
-    if any(getattr(vocoder_module(name), "HAS_DENOISER", False) for name in names):
+        spec = vocoder_spec(name)
+        if spec is not None and spec.add_args is not None:
+            spec.add_args(parser)
+    if any(spec is not None and spec.has_denoiser for spec in map(vocoder_spec, names)):
         add_denoiser_args(group)  # one -d for every vocoder offered, each applying its own default
 
 
@@ -138,7 +150,7 @@ def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_param
     if name == GRIFFIN_LIM:
         return GriffinLimVocoder(mel_audio_params, args.griffin_lim_iters, args.griffin_lim_power,
                                  args.griffin_lim_momentum)
-    module = vocoder_module(name)
-    if module is None:
+    spec = vocoder_spec(name)
+    if spec is None:
         raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
-    return module.load_vocoder(checkpoint, args, device, flag=flag)
+    return spec.load(checkpoint, args, device, flag=flag)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from common.mel_to_wav import MelToWav
-from hifigan.vocoder import MEL_CONVENTIONS, MODEL_NAME
+from common.mel_to_wav import mel_to_wav_part
+from hifigan.vocoder import MEL_CONVENTIONS, VOCODER
 
 
 def add_input_args(group: argparse._ArgumentGroup) -> None:
@@ -25,5 +25,4 @@ def logged(args: argparse.Namespace) -> dict:
             "denoising_strength": args.denoising_strength}
 
 
-_PART = MelToWav(MODEL_NAME, add_input_args=add_input_args, logged=logged)
-add_args, run = _PART.add_args, _PART.run
+INFERENCE = mel_to_wav_part(VOCODER, add_input_args=add_input_args, logged=logged)

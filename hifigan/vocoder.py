@@ -31,19 +31,18 @@ from common.audio import AudioParams
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
                                unfold_weight_norm_where_folded)
 from common.errors import UserError
+from common.vocoder import VocoderSpec
 from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference
 from hifigan.denoiser import Denoiser
 from hifigan.model import Generator
+from hifigan.recipe import RECIPE
 
-MODEL_NAME = "HiFiGAN"
 # MEL_TACOTRON: common/audio.py's mel, centred frames, |X| (Tacotron 2, prepare_mels.sh, GTA extraction);
 # MEL_JIK876: frames not centred, 384-sample reflect padding, sqrt(|X|^2 + 1e-9) (NVIDIA's base training).
 MEL_CONVENTIONS = (MEL_TACOTRON, MEL_JIK876)
 
 
-HAS_DENOISER = True  # common.vocoder adds -d and --denoiser-mode (common/denoise.py)
-
-def add_inference_args(parser: argparse.ArgumentParser) -> None:
+def add_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HiFi-GAN vocoder")
     group.add_argument("--ema", action="store_true",
                        help="use the exponential moving average of the generator's weights kept in the checkpoint")
@@ -143,8 +142,8 @@ def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_c
     """(generator in eval mode with weight norm folded away, its AudioParams, the mel convention it expects) from
     any of the three kinds of file. mel_convention overrides what the file says or implies."""
     source = describe_source(path, flag)
-    checkpoint = load_checkpoint(path, expected_model=MODEL_NAME, flag=flag)
-    if checkpoint.get("model_name") == MODEL_NAME:
+    checkpoint = load_checkpoint(path, expected_model=RECIPE.name, flag=flag)
+    if checkpoint.get("model_name") == RECIPE.name:
         if hifigan_config is not None:
             raise UserError(f"--hifigan-config is for jik876's files, which carry no config; {source} carries its "
                             "own: drop --hifigan-config")
@@ -227,3 +226,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
     strength = 0.0 if args.denoising_strength is None else args.denoising_strength  # NVIDIA's default: off
     return HiFiGANVocoder(generator, audio_params, convention, strength, args.denoiser_mode,
                           args.chunk_frames)
+
+
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True)

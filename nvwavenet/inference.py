@@ -2,7 +2,7 @@
 
     python inference.py -m WaveNet -i out/mels/ -o out/wavs --wavenet N.pt [--wavenet-impl auto]
 """
-from common.mel_to_wav import MelToWav
+from common.mel_to_wav import mel_to_wav_part
+from nvwavenet.vocoder import VOCODER
 
-_PART = MelToWav("WaveNet")
-add_args, run = _PART.add_args, _PART.run
+INFERENCE = mel_to_wav_part(VOCODER)

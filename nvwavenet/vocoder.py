@@ -9,14 +9,15 @@ import torch
 from common.audio import AudioParams
 from common.checkpoint import load_trained_model
 from common.errors import UserError
-from common.registry import get_recipe
+from common.vocoder import VocoderSpec
 from nvwavenet.incremental import generate
 from nvwavenet.model import mu_law_decode
+from nvwavenet.recipe import RECIPE
 
 IMPLEMENTATIONS = ["auto", "cpu", "single", "dual", "persistent"]
 
 
-def add_inference_args(parser: argparse.ArgumentParser) -> None:
+def add_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WaveNet vocoder")
     group.add_argument("--wavenet-impl", default="auto", choices=IMPLEMENTATIONS,
                        help="auto: the fastest CUDA kernel that fits on a GPU, else the CPU path")
@@ -44,7 +45,7 @@ class WaveNetVocoder:
 
 
 def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag: str = "--wavenet") -> WaveNetVocoder:
-    model, checkpoint = load_trained_model(get_recipe("WaveNet"), path, device, flag=flag)
+    model, checkpoint = load_trained_model(RECIPE, path, device, flag=flag)
     if not checkpoint.get("audio_params"):
         raise UserError(f"{flag} {path} carries no audio parameters; it is not a WaveNet checkpoint of this project")
     implementation = args.wavenet_impl
@@ -55,3 +56,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
     precision = "fp16" if args.amp or args.bf16 else "fp32"  # the kernels keep fp16 weights with fp32 arithmetic
     return WaveNetVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]), implementation, precision,
                           args.seed)
+
+
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args)

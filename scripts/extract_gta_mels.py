@@ -29,9 +29,9 @@ from common.checkpoint import load_trained_model
 from common.errors import UserError, exit_on_user_error
 from common.filelist import read_filelist
 from common.inference_args import inference_device
-from common.registry import get_recipe
 from common.text import TextProcessor
 from tacotron2.inference import pad_token_ids
+from tacotron2.recipe import RECIPE
 
 PARAMS_FILE = "audio_params.json"
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     device = inference_device(args)
-    model, checkpoint = load_trained_model(get_recipe("Tacotron2"), args.tacotron2, device, published_config={},
+    model, checkpoint = load_trained_model(RECIPE, args.tacotron2, device, published_config={},
                                            flag="--tacotron2")
     text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
     audio = AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params") else AudioParams()

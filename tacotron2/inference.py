@@ -20,13 +20,14 @@ from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger, warm_up)
+from common.inference_part import InferencePart
 from common.layers import lengths_to_mask
 from common.logger import plot_to_image
-from common.registry import get_recipe
 from common.text import TextProcessor
 from common.vocoder import add_vocoder_args, load_vocoder
 from tacotron2.alignment import alignment_health
 from tacotron2.model import max_steps_warnings_silenced
+from tacotron2.recipe import RECIPE
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -73,9 +74,8 @@ class Synthesizer:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.device = inference_device(args)
-        recipe = get_recipe("Tacotron2")
         # NVIDIA's published checkpoint carries no config: it is the default architecture.
-        self.tacotron2, checkpoint = load_trained_model(recipe, args.tacotron2, self.device, published_config={},
+        self.tacotron2, checkpoint = load_trained_model(RECIPE, args.tacotron2, self.device, published_config={},
                                                         flag="--tacotron2")
         self.text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
         self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
@@ -200,3 +200,6 @@ def run(args: argparse.Namespace) -> None:
             if not args.quiet:
                 print(f"wrote {wav_path} ({length / sampling_rate:.2f} s)")
     logger.close()
+
+
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run)

@@ -283,3 +283,26 @@ def test_griffin_lim_flags_reach_the_vocoder():
     for flag, value in (("--griffin-lim-momentum", "1"), ("--griffin-lim-power", "0"), ("--griffin-lim-iters", "-1")):
         with pytest.raises(SystemExit):
             inference.build_parser().parse_args([*flags, flag, value])
+
+
+def test_a_vocoder_left_out_of_the_installation_is_offered_and_refused_only_when_chosen(monkeypatch, tmp_path):
+    """A slim image without a vocoder's folder still runs everything else; choosing that vocoder is one error line."""
+    from common import registry
+    from common.vocoder import load_vocoder, vocoder_spec
+
+    monkeypatch.setitem(registry.VOCODERS, "HiFiGAN", "hifigan_left_out.vocoder")
+    assert vocoder_spec("HiFiGAN") is None
+    flags = ["-i", "in.txt", "-o", str(tmp_path), "--tacotron2", "T.pt"]
+    assert inference.build_parser().parse_args(flags).hifigan is None  # the others' flags are all there
+    args = inference.build_parser().parse_args([*flags, "--hifigan", "H.pt"])
+    assert not hasattr(args, "ema")  # its own flags are not
+    with pytest.raises(UserError, match="^--hifigan: the HiFiGAN vocoder is not available in this installation$"):
+        load_vocoder(args, torch.device("cpu"), AudioParams())
+
+    (tmp_path / "broken_family").mkdir()  # there, but needing a package that is not installed: a real error
+    (tmp_path / "broken_family" / "__init__.py").write_text("")
+    (tmp_path / "broken_family" / "vocoder.py").write_text("import a_package_that_is_not_installed\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.VOCODERS, "HiFiGAN", "broken_family.vocoder")
+    with pytest.raises(ModuleNotFoundError, match="a_package_that_is_not_installed"):
+        vocoder_spec("HiFiGAN")

@@ -26,11 +26,12 @@ from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
-from common.registry import get_recipe
+from common.inference_part import InferencePart
 from wav2vec2 import checkpoints
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
+from wav2vec2.recipe import RECIPE
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +96,7 @@ def load_model(args: argparse.Namespace, device: torch.device) -> tuple[torch.nn
     if "vocab_size" not in config:
         raise UserError(f"--checkpoint {args.checkpoint} is a pre-trained wav2vec 2.0 without a CTC head; "
                         "fine-tune it first (train.py -m wav2vec2 finetune --w2v-path ...)")
-    model = get_recipe("wav2vec2").build_model(config)
+    model = RECIPE.build_model(config)
     load_model_state(model, found["state_dict"], describe_source(args.checkpoint, "--checkpoint"))
     if args.labels_path:
         dictionary = Dictionary.load(args.labels_path)
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> None:
     utterances = read_inputs(args.input, sampling_rate, normalize=model.config["normalize"])
     logger = open_run_logger(args)
     output = Path(args.output)
-    logger.parameters({"model_name": "wav2vec2", "checkpoint": args.checkpoint, "batch_size": args.batch_size,
+    logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
                        "device": str(device), "precision": str(dtype).replace("torch.", ""),
                        "utterances": len(utterances)})
 
@@ -200,3 +201,5 @@ def run(args: argparse.Namespace) -> None:
     logger.log([], summary)
     logger.close()
 
+
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run)

@@ -2,7 +2,7 @@
 
     python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01]
 """
-from common.mel_to_wav import MelToWav
+from common.mel_to_wav import mel_to_wav_part
+from waveglow.vocoder import VOCODER
 
-_PART = MelToWav("WaveGlow")
-add_args, run = _PART.add_args, _PART.run
+INFERENCE = mel_to_wav_part(VOCODER)

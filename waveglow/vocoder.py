@@ -14,17 +14,16 @@ from common.audio import AudioParams
 from common.checkpoint import load_trained_model
 from common.errors import UserError
 from common.layers import remove_weight_norm
-from common.registry import get_recipe
+from common.vocoder import VocoderSpec
 from waveglow.denoiser import Denoiser
 from waveglow.model import WaveGlow
+from waveglow.recipe import RECIPE
 
 
 DEFAULT_DENOISING_STRENGTH = 0.01  # NVIDIA's inference scripts for WaveGlow
 
 
-HAS_DENOISER = True  # common.vocoder adds -d and --denoiser-mode (common/denoise.py)
-
-def add_inference_args(parser: argparse.ArgumentParser) -> None:
+def add_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("WaveGlow vocoder")
     group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
     group.add_argument("--wn-channels", type=int, default=None,
@@ -56,7 +55,7 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
     defaults = AudioParams()
     published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels or 512,
                         "hop_length": defaults.hop_length, "win_length": defaults.win_length}
-    model, checkpoint = load_trained_model(get_recipe("WaveGlow"), path, device, published_config=published_config,
+    model, checkpoint = load_trained_model(RECIPE, path, device, published_config=published_config,
                                            flag=flag)
     if args.wn_channels is not None and args.wn_channels != model.WN[0].n_channels:
         raise UserError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {flag} {path} has "
@@ -71,3 +70,6 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
     strength = DEFAULT_DENOISING_STRENGTH if args.denoising_strength is None else args.denoising_strength
     return WaveGlowVocoder(model, audio_params, args.sigma_infer, strength, args.denoiser_mode,
                            args.seed)
+
+
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True)

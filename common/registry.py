@@ -1,6 +1,12 @@
-"""Where each model family lives: train.py dispatches `-m NAME` to RECIPES (the module's RECIPE), inference.py to
-INFERENCE (the module's INFERENCE, common/inference_part.py), and inference.py's `--vocoder NAME` (or the vocoder's
-checkpoint flag, `--<name in lower case> CKPT`) to VOCODERS (the module's VOCODER, common/vocoder.py's VocoderSpec)."""
+"""Where each model family lives, and the one place its name is written: train.py dispatches `-m NAME` to the
+family's recipe, inference.py `-m NAME` to its inference part, and inference.py's `--vocoder NAME` (or the vocoder's
+checkpoint flag, `--<name in lower case> CKPT`) to its vocoder.
+
+Every family folder holds recipe.py (`RECIPE = Recipe(...)`, common/recipe.py) and inference.py
+(`INFERENCE = InferencePart(...)`, common/inference_part.py); a vocoder family also vocoder.py
+(`VOCODER = VocoderSpec(...)`, common/vocoder.py). Each of them carries the name given here. They are imported only
+when chosen, so an installation without a family's folder runs the others.
+"""
 from __future__ import annotations
 
 import importlib
@@ -8,30 +14,20 @@ import importlib
 from common.inference_part import InferencePart
 from common.recipe import Recipe
 
-RECIPES = {
-    "Tacotron2": "tacotron2.recipe",
-    "WaveGlow": "waveglow.recipe",
-    "WaveNet": "nvwavenet.recipe",
-    "HiFiGAN": "hifigan.recipe",
-    "wav2vec2": "wav2vec2.recipe",
+FAMILIES = {  # -m NAME: the family's folder
+    "Tacotron2": "tacotron2",
+    "WaveGlow": "waveglow",
+    "WaveNet": "nvwavenet",
+    "HiFiGAN": "hifigan",
+    "wav2vec2": "wav2vec2",  # speech to text
 }
-
-# inference.py -m NAME. The vocoders' parts turn mel .pt files into wavs.
-INFERENCE = {
-    "Tacotron2": "tacotron2.inference",
-    "WaveGlow": "waveglow.inference",
-    "WaveNet": "nvwavenet.inference",
-    "HiFiGAN": "hifigan.inference",
-    "wav2vec2": "wav2vec2.inference",  # speech to text
-}
+VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN")  # the families whose vocoder.py an acoustic model's mels go to
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 
-# Vocoders an acoustic model's mels can go to. Griffin-Lim needs no checkpoint and is built in (common/vocoder.py).
-VOCODERS = {
-    "WaveGlow": "waveglow.vocoder",
-    "WaveNet": "nvwavenet.vocoder",
-    "HiFiGAN": "hifigan.vocoder",
-}
+RECIPES = {name: f"{folder}.recipe" for name, folder in FAMILIES.items()}
+INFERENCE = {name: f"{folder}.inference" for name, folder in FAMILIES.items()}
+# Griffin-Lim needs no checkpoint and is built in (common/vocoder.py).
+VOCODERS = {name: f"{FAMILIES[name]}.vocoder" for name in VOCODER_FAMILIES}
 
 
 def get_recipe(name: str) -> Recipe:

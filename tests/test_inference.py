@@ -285,6 +285,24 @@ def test_griffin_lim_flags_reach_the_vocoder():
             inference.build_parser().parse_args([*flags, flag, value])
 
 
+def test_every_family_declares_its_parts_under_its_registered_name():
+    import importlib
+
+    from common.inference_part import InferencePart
+    from common.registry import FAMILIES, INFERENCE, VOCODERS, get_inference_part, get_recipe
+    from common.vocoder import VocoderSpec, vocoder_spec
+
+    assert list(INFERENCE) == list(FAMILIES) and set(VOCODERS) < set(FAMILIES)
+    for name in FAMILIES:
+        assert get_recipe(name).name == name
+        part = get_inference_part(name)
+        assert isinstance(part, InferencePart) and part.name == name
+    for name in VOCODERS:
+        spec = vocoder_spec(name)
+        assert isinstance(spec, VocoderSpec) and spec.name == name
+        assert spec is importlib.import_module(VOCODERS[name]).VOCODER
+
+
 def test_a_vocoder_left_out_of_the_installation_is_offered_and_refused_only_when_chosen(monkeypatch, tmp_path):
     """A slim image without a vocoder's folder still runs everything else; choosing that vocoder is one error line."""
     from common import registry

@@ -1,11 +1,12 @@
-"""Where each model family lives, and the one place its name is written: train.py dispatches `-m NAME` to the
-family's recipe, inference.py `-m NAME` to its inference part, and inference.py's `--vocoder NAME` (or the vocoder's
-checkpoint flag, `--<name in lower case> CKPT`) to its vocoder.
+"""The families and where each lives: train.py dispatches `-m NAME` to the family's recipe, inference.py `-m NAME` to
+its inference part, and inference.py's `--vocoder NAME` (or the vocoder's checkpoint flag, `--<name in lower case>
+CKPT`) to its vocoder.
 
-Every family folder holds recipe.py (`RECIPE = Recipe(...)`, common/recipe.py) and inference.py
+Every family folder holds recipe.py (`RECIPE = Recipe(name=NAME, ...)`, common/recipe.py) and inference.py
 (`INFERENCE = InferencePart(...)`, common/inference_part.py); a vocoder family also vocoder.py
-(`VOCODER = VocoderSpec(...)`, common/vocoder.py). Each of them carries the name given here. They are imported only
-when chosen, so an installation without a family's folder runs the others.
+(`VOCODER = VocoderSpec(...)`, common/vocoder.py). The inference part and the vocoder take their name from the
+family's RECIPE, whose name is the one given here (tests/test_inference.py checks). The modules are imported only
+when chosen, so an installation without a vocoder's folder still runs the others.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Text to speech with Tacotron 2: `python inference.py [-m Tacotron2] -i phrases/phrase.txt -o out/ --tacotron2 T.pt
-[--waveglow W.pt | --wavenet N.pt | --vocoder NAME --vocoder-checkpoint CKPT]` (Griffin-Lim without a vocoder).
+[--waveglow W.pt | --wavenet N.pt | --hifigan H.pt | --vocoder NAME --vocoder-checkpoint CKPT]` (Griffin-Lim without
+a vocoder).
 
 Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order),
 alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with --save-mels (the input

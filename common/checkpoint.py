@@ -113,15 +113,21 @@ def _unreadable_checkpoint(path: Path, source: str, error: BaseException) -> Use
     return UserError(f"cannot read checkpoint {source}: {reason}; copy or download it again, or give another file")
 
 
-def load_checkpoint(path: str | Path, expected_model: str | None = None, flag: str | None = None) -> dict:
-    """Read a checkpoint safely (tensors and plain containers only) and check which model it belongs to.
-    `flag` is the command-line flag that gave the path, for the error messages."""
+def existing_checkpoint_file(path: str | Path, flag: str | None = None) -> tuple[Path, str]:
+    """(path, how messages name it), once it is checked to be a file that exists."""
     path = Path(path)
     source = describe_source(path, flag)
     if not path.exists():
         raise UserFileNotFoundError(f"checkpoint not found: {source}")
     if path.is_dir():
         raise UserError(f"{source} is a folder; give a checkpoint file (e.g. {path}/checkpoint_<model>_last.pt)")
+    return path, source
+
+
+def load_checkpoint(path: str | Path, expected_model: str | None = None, flag: str | None = None) -> dict:
+    """Read a checkpoint safely (tensors and plain containers only) and check which model it belongs to.
+    `flag` is the command-line flag that gave the path, for the error messages."""
+    path, source = existing_checkpoint_file(path, flag)
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except PermissionError as error:

@@ -9,14 +9,18 @@ them.
 from __future__ import annotations
 
 import argparse
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset, Sampler
 
 from common.audio import AudioParams
+from common.distributed import ModelParts
+from common.training_state import ReferenceTrainingState
 
 
 @dataclass
@@ -25,6 +29,39 @@ class StepOutput:
     loss: torch.Tensor  # scalar to minimise: a mean over the batch's loss items (see Recipe.loss_items)
     items: int  # throughput unit in this batch: mel frames (acoustic models) or audio samples (vocoders)
     metrics: dict[str, torch.Tensor] = field(default_factory=dict)  # extra scalars to log, e.g. gate_loss
+    # In validation only (compute_loss sees model.training False): {name: sum} for a corpus-level metric, e.g.
+    # {"word_errors": 12, "words": 80}. The trainer adds them over the whole validation set on every rank and sums
+    # across ranks, then Recipe.validation_metrics(sums) gives what is logged (e.g. {"val_wer": 0.15}).
+    sums: dict[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class TrainerView(Protocol):
+    """What a recipe's own train_step may use of the trainer (common/trainer.py's Trainer is one): the building
+    blocks of a step, run in this order for each optimizer: forward passes under autocast(), backward() of each
+    micro-batch inside gradient_sync(part, last micro-batch), then step(); or backward_and_step() without
+    accumulation."""
+    device: torch.device
+    iteration: int  # optimizer steps taken before this one
+    model: nn.Module  # the whole model, not DDP-wrapped: for what must not synchronise (an EMA, a frozen part)
+    optimizers: dict[str, torch.optim.Optimizer]  # by name, as Recipe.build_optimizers made them
+
+    def autocast(self) -> AbstractContextManager:
+        """The run's precision context (--amp, --bf16 or none)."""
+
+    def gradient_sync(self, part: str, enabled: bool) -> AbstractContextManager:
+        """Context for backward passes of `part`; enabled=False (a micro-batch before the last) keeps gradients
+        local instead of all-reducing them."""
+
+    def backward(self, loss: torch.Tensor, name: str, weight: float = 1.0) -> bool:
+        """Backward of loss * weight for optimizer `name` through its loss scaler; False (and that optimizer's step
+        skipped) when the loss is not finite on some rank."""
+
+    def step(self, name: str) -> bool:
+        """Unscale, clip, step and zero optimizer `name`; False when the step was skipped."""
+
+    def backward_and_step(self, loss: torch.Tensor, name: str) -> bool:
+        """backward() then step() of one optimizer, for a step without accumulation."""
 
 
 @dataclass
@@ -73,12 +110,10 @@ class Recipe:
     # (model, args) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
     # Per-group learning rates set here are kept: the schedule multiplies each group's own initial rate.
     build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
-    # For several optimizers: train_step(parts, micro_batches, args, trainer) -> StepOutput gets the step's
-    # micro-batches (--grad-accumulation of them, on the device), runs its forward passes under
-    # `with trainer.autocast():`, and for each optimizer calls trainer.backward(loss, name, weight) per micro-batch
-    # inside `with trainer.gradient_sync(part, last_micro_batch):`, then trainer.step(name); or, without
-    # accumulation, trainer.backward_and_step(loss, name).
-    train_step: Callable[[Any, Any, argparse.Namespace, Any], StepOutput] | None = None
+    # For several optimizers: train_step(parts, micro_batches, args, trainer) -> StepOutput gets the parts (DDP-wrapped
+    # when distributed, by name: parts.generator) and the step's micro-batches (--grad-accumulation of them, on the
+    # device), and trains them with the trainer's building blocks (TrainerView above).
+    train_step: Callable[[ModelParts, list, argparse.Namespace, TrainerView], StepOutput] | None = None
     # args -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
     lr_schedule: Callable[[argparse.Namespace], Any] | None = None
 
@@ -94,10 +129,8 @@ class Recipe:
     loss_items: Callable[[Any, argparse.Namespace], int] | None = None
 
     # ---- validation ------------------------------------------------------------------------------------------
-    # (model, batch on device, args) -> {name: sum} for a corpus-level metric, e.g. {"word_errors": 12,
-    # "words": 80}; the trainer adds them over the whole validation set on every rank and sums across ranks, then
-    # validation_metrics(sums) -> {name: value} gives what is logged (e.g. {"val_wer": 0.15}).
-    validation_sums: Callable[[nn.Module, Any, argparse.Namespace], dict[str, float]] | None = None
+    # The validation set's StepOutput.sums, added up -> {name: value} to log (e.g. {"val_wer": 0.15}); default: each
+    # sum logged as val_<name>.
     validation_metrics: Callable[[dict[str, float]], dict[str, float]] | None = None
     # (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
     # "audio": {...}} for the log and TensorBoard, on rank 0 (e.g. Tacotron 2's alignment plots).
@@ -115,7 +148,8 @@ class Recipe:
     # The `config` dict that NVIDIA DeepLearningExamples saves in its checkpoints -> this model_config's keys, so
     # that their files build the right model without model flags on the command line.
     config_from_reference: Callable[[dict], dict] | None = None
-    # (path, the file's contents, trainer) -> a training checkpoint of this project, for --checkpoint-path with
-    # another implementation's training file (HiFi-GAN: NVIDIA's and jik876's generator + discriminator files);
-    # raises UserError saying why a file cannot be resumed.
-    training_state_from_reference: Callable[[Any, dict, Any], dict] | None = None
+    # (path, the file's contents, the run's model) -> ReferenceTrainingState (common/training_state.py): for
+    # --checkpoint-path with another implementation's training file (HiFi-GAN: NVIDIA's and jik876's generator +
+    # discriminator files), its weights, optimizer and loss-scaler states, epoch and step, which the trainer resumes
+    # as it resumes its own checkpoints; raises UserError saying why a file cannot be resumed.
+    training_state_from_reference: Callable[[Path, dict, nn.Module], ReferenceTrainingState] | None = None

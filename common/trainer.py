@@ -365,7 +365,8 @@ class Trainer:
                     break
         return outputs
 
-    # The building blocks of a step, for recipes' own train_step too (a GAN: D backward and step, then G's).
+    # The building blocks of a step, for recipes' own train_step too (a GAN: D backward and step, then G's): what
+    # common.recipe.TrainerView types, with device, iteration, model and optimizers.
 
     def gradient_sync(self, part: str, enabled: bool):
         """Context for backward passes of `part`: with enabled=False (an accumulation micro-batch before the last)
@@ -448,12 +449,11 @@ class Trainer:
                 first_batch = batch if first_batch is None else first_batch
                 with self.autocast():
                     output = recipe.compute_loss(self.model, batch, args)
-                    sums = recipe.validation_sums(self.model, batch, args) if recipe.validation_sums else {}
                 # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
                 loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
                 for name, value in output.metrics.items():  # the loss's parts and the like, weighted as the loss
                     output_sums[name] = output_sums.get(name, 0.0) + float(value) * output.items
-                for name, value in sums.items():
+                for name, value in output.sums.items():  # corpus-level counts, added as they are
                     metric_sums[name] = metric_sums.get(name, 0.0) + float(value)
         except UserError as error:  # a broken file: every rank stops, instead of the others waiting for this one
             failure = error
@@ -464,8 +464,8 @@ class Trainer:
                   "val_items_per_sec": items / max(elapsed, 1e-9)}
         if items > 0:
             record.update({f"val_{name}": value / items for name, value in summed_over_ranks(output_sums).items()})
-        if recipe.validation_sums is not None:
-            totals = summed_over_ranks(metric_sums)
+        totals = summed_over_ranks(metric_sums)
+        if totals:
             record.update(recipe.validation_metrics(totals) if recipe.validation_metrics is not None
                           else {f"val_{name}": value for name, value in totals.items()})
         if self.context.is_main and recipe.validation_report is not None and first_batch is not None:

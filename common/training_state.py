@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -113,11 +114,41 @@ def training_state(trainer, rng_states: list) -> dict:
     }
 
 
+@dataclass
+class ReferenceTrainingState:
+    """What another implementation's training file holds to go on training from (Recipe.training_state_from_reference
+    reads it): the model's weights under this project's names, the optimizers' and loss scalers' states under this
+    run's optimizer names (an empty dict: no loss-scaler state), and how far it got. Its data order and RNG streams
+    cannot carry over: the run continues from the start of `epoch` with fresh seeds."""
+    state_dict: dict
+    optimizers: dict[str, dict]
+    scalers: dict[str, dict]
+    epoch: int  # epochs completed
+    iteration: int  # optimizer steps taken
+
+
+def checkpoint_from_reference(trainer, reference: ReferenceTrainingState) -> dict:
+    """A training checkpoint of this project (what training_state writes) holding `reference`: this run's model,
+    audio and text settings, at the start of the reference's epoch, without RNG states."""
+    return {
+        "model_name": trainer.recipe.name,
+        "model_config": trainer.model_config,
+        "audio_params": trainer.audio_params.to_dict(),
+        "state_dict": reference.state_dict,
+        "optimizers": reference.optimizers,
+        "scalers": reference.scalers,
+        "epoch": reference.epoch, "iteration": reference.iteration, "batches_done_in_epoch": 0,
+        "epoch_sums": torch.zeros(3, dtype=torch.float64), "skipped_steps": 0,
+        "world_size": 0, "rng_states": [],
+    }
+
+
 def restore_training_state(trainer, path: Path, flag: str) -> None:
     """Load `path` (given by `flag`) into the trainer's model, optimizers, scaler, progress counters and RNGs."""
     state = ckpt.load_checkpoint(path, expected_model=trainer.recipe.name, flag=flag)
     if "model_name" not in state and trainer.recipe.training_state_from_reference is not None:
-        state = trainer.recipe.training_state_from_reference(Path(path), state, trainer)
+        reference = trainer.recipe.training_state_from_reference(Path(path), state, trainer.model)
+        state = checkpoint_from_reference(trainer, reference)
     for key in ("model_config", "audio_params", "optimizers", "epoch", "iteration", "rng_states"):
         if key not in state:
             raise UserError(f"{path} is not a training checkpoint of this project (no '{key}'); "

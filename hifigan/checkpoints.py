@@ -1,4 +1,5 @@
-"""NVIDIA's and jik876's HiFi-GAN files, read into this project's modules.
+"""NVIDIA's and jik876's HiFi-GAN files, read into this project's modules; and the weights a fine-tuning run
+(--fine-tune-from) or a resumed reference run (--checkpoint-path) starts from.
 
 The files (all plain dicts of tensors, read with weights_only=True):
   NVIDIA  hifigan_gen_checkpoint_<epoch>.pt      generator, gen_ema (or None), config (6 generator keys),
@@ -27,16 +28,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from common.audio import AudioParams
-from common.checkpoint import (describe_source, load_checkpoint, load_model_state, remap_legacy_state_dict,
-                               unfold_weight_norm_where_folded)
+from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
+                               remap_legacy_state_dict, unfold_weight_norm_where_folded)
 from common.errors import UserError
-from hifigan.arg_parser import GENERATOR_KEYS, config_from_reference, read_hifigan_config
-from hifigan.model import Generator, MultiPeriodDiscriminator, MultiScaleDiscriminator
+from common.training_state import ReferenceTrainingState
+from hifigan.arg_parser import GENERATOR_KEYS, JIK876_AUDIO_KEYS, config_from_reference, read_hifigan_config
+from hifigan.model import MPD_PERIODS, Generator, HiFiGAN, MultiPeriodDiscriminator, MultiScaleDiscriminator
 
+MODEL_NAME = "HiFiGAN"  # the -m value, and the model_name of this project's checkpoints
 MEL_JIK876 = "jik876"
 MEL_TACOTRON = "tacotron"
 
@@ -192,9 +194,7 @@ def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:
     import json
 
     content = json.loads(Path(path).read_text())
-    names = {"sampling_rate": "sampling_rate", "n_fft": "filter_length", "hop_size": "hop_length",
-             "win_size": "win_length", "num_mels": "n_mel_channels", "fmin": "mel_fmin", "fmax": "mel_fmax"}
-    values = {ours: content[theirs] for theirs, ours in names.items() if content.get(theirs) is not None}
+    values = {ours: content[theirs] for theirs, ours in JIK876_AUDIO_KEYS.items() if content.get(theirs) is not None}
     if not values:
         return None
     if "fmax" in content and content["fmax"] is None:  # jik876: no upper limit, i.e. the Nyquist frequency
@@ -203,7 +203,7 @@ def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:
     return AudioParams(**{key: type(defaults[key])(values.get(key, defaults[key])) for key in defaults})
 
 
-def load_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
+def load_reference_discriminators(path: str | Path, mpd_periods=MPD_PERIODS, flag: str | None = None,
                                   use_ema: bool = False, width_divisor: int = 1
                                   ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator]:
     """Build and load MPD and MSD from NVIDIA's hifigan_discrim_checkpoint_*.pt or jik876's do_* file."""
@@ -211,7 +211,7 @@ def load_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11)
     return mpd, msd
 
 
-def read_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11), flag: str | None = None,
+def read_reference_discriminators(path: str | Path, mpd_periods=MPD_PERIODS, flag: str | None = None,
                                   use_ema: bool = False, width_divisor: int = 1
                                   ) -> tuple[MultiPeriodDiscriminator, MultiScaleDiscriminator, dict]:
     """load_reference_discriminators plus the file's training state: (mpd, msd, info) with info: format, and what
@@ -235,6 +235,41 @@ def read_reference_discriminators(path: str | Path, mpd_periods=(2, 3, 5, 7, 11)
         if checkpoint.get(key) is not None:
             info[key] = checkpoint[key]
     return mpd, msd, info
+
+
+# ---- fine-tuning: the weights a run starts from ------------------------------------------------------------------
+
+def load_fine_tune_weights(model: HiFiGAN, generator_path: str, discriminator_path: str | None,
+                           audio: AudioParams, hifigan_config: str | None = None) -> None:
+    """--fine-tune-from's weights into the run's `model`: from a checkpoint of ours the generator, and the
+    discriminators unless discriminator_path (--fine-tune-discriminator-from, NVIDIA's or jik876's discriminator
+    file) gives them; from NVIDIA's or jik876's generator file (jik876's needs hifigan_config) the generator."""
+    flag = "--fine-tune-from"
+    source = describe_source(generator_path, flag)
+    checkpoint = load_checkpoint(generator_path, expected_model=MODEL_NAME, flag=flag)
+    if checkpoint.get("model_name") == MODEL_NAME:  # ours: the whole HiFiGAN state, and its audio parameters
+        if "audio_params" in checkpoint:
+            AudioParams.from_dict(checkpoint["audio_params"]).check_matches(audio, source, "this run's audio flags")
+        state = model_state_from_checkpoint(checkpoint, source)
+        load_model_state(model.generator, _substate(state, "generator."), source)
+        if not discriminator_path:
+            load_model_state(model.mpd, _substate(state, "mpd."), source)
+            load_model_state(model.msd, _substate(state, "msd."), source)
+    else:
+        generator, info = generator_from_checkpoint(checkpoint, source, Path(generator_path).name, hifigan_config)
+        load_model_state(model.generator, generator.state_dict(), source)
+        print(f"{source}: fine-tuning a {info['format']} generator; it was trained on {info['mel_convention']} "
+              "mels, this run feeds it common/audio.py's", flush=True)
+    if discriminator_path:
+        flag = "--fine-tune-discriminator-from"
+        periods, width_divisor = _discriminator_shape(model)
+        mpd, msd = load_reference_discriminators(discriminator_path, periods, flag=flag, width_divisor=width_divisor)
+        load_model_state(model.mpd, mpd.state_dict(), describe_source(discriminator_path, flag))
+        load_model_state(model.msd, msd.state_dict(), describe_source(discriminator_path, flag))
+
+
+def _substate(state: dict, prefix: str) -> dict:
+    return {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
 
 
 # ---- the reverse: our weights in the reference's layouts (for export to their code, and for tests) -------------
@@ -280,9 +315,8 @@ def hifigan_state_from_reference(generator_path: str | Path, discriminator_path:
     checkpoint = load_checkpoint(generator_path) if generator_checkpoint is None else generator_checkpoint
     source, config = describe_source(generator_path, None), _container_generator_config(model)
     generator, _ = generator_from_checkpoint(checkpoint, source, generator_path.name, config)
-    width_divisor = 32 // model.mpd.discriminators[0].convs[0].out_channels  # the first MPD conv has 32 at full width
-    mpd, msd, info = read_reference_discriminators(discriminator_path, [d.period for d in model.mpd.discriminators],
-                                                   width_divisor=width_divisor)
+    periods, width_divisor = _discriminator_shape(model)
+    mpd, msd, info = read_reference_discriminators(discriminator_path, periods, width_divisor=width_divisor)
     model.generator.load_state_dict(generator.state_dict())
     model.mpd.load_state_dict(mpd.state_dict())
     model.msd.load_state_dict(msd.state_dict())
@@ -293,6 +327,12 @@ def hifigan_state_from_reference(generator_path: str | Path, discriminator_path:
         else:
             model.reset_ema()
     return info
+
+
+def _discriminator_shape(model: HiFiGAN) -> tuple[list[int], int]:
+    """(MPD periods, width divisor) of the model's discriminators, for reading a file's into the same shapes."""
+    width_divisor = 32 // model.mpd.discriminators[0].convs[0].out_channels  # the first MPD conv has 32 at full width
+    return [d.period for d in model.mpd.discriminators], width_divisor
 
 
 def _container_generator_config(model: nn.Module) -> dict:
@@ -314,11 +354,10 @@ def companion_discriminator_file(generator_path: Path) -> Path:
                     "hifigan_gen_checkpoint_E.pt or jik876's g_N); rename it so, with the discriminator file beside it")
 
 
-def training_state_from_reference(path: Path, checkpoint: dict, trainer) -> dict:
+def training_state_from_reference(path: Path, checkpoint: dict, model: HiFiGAN) -> ReferenceTrainingState:
     """--checkpoint-path with NVIDIA's or jik876's generator file: the generator and EMA from it, discriminators,
-    optimizer and loss-scaler states, epoch and step from the discriminator file beside it, as a training checkpoint
-    of this project (common/training_state.py). Data order and RNG streams cannot carry over: the run continues from
-    the start of the file's epoch with fresh seeds."""
+    optimizer and loss-scaler states, epoch and step from the discriminator file beside it, loaded into `model`
+    (the run's HiFiGAN) and returned for common/training_state.py to resume from."""
     if not is_reference_checkpoint(checkpoint):
         raise UserError(f"{path} is neither a training checkpoint of this project nor a HiFi-GAN file of NVIDIA or "
                         "jik876 (no 'model_name', 'generator' or 'mpd' entry)")
@@ -330,7 +369,6 @@ def training_state_from_reference(path: Path, checkpoint: dict, trainer) -> dict
         raise UserError(f"resuming {path} needs its discriminator file {discriminator_path} (the discriminators and "
                         "the optimizer states are there); put it beside, or start from the weights alone with "
                         "--fine-tune-from")
-    model = trainer.model
     info = hifigan_state_from_reference(path, discriminator_path, model, generator_checkpoint=checkpoint)
     missing = [key for key in ("optim_g", "optim_d") if key not in info]
     if missing:
@@ -343,17 +381,10 @@ def training_state_from_reference(path: Path, checkpoint: dict, trainer) -> dict
     train_state = checkpoint.get("train_state") or info.get("train_state") or {}
     # NVIDIA's train_state counts completed epochs (from 1) and iterations; jik876's file has the epoch in progress
     # (from 0) and 'steps'. Either way the run restarts at the beginning of an epoch.
-    epoch = int(train_state.get("epoch", info.get("epoch", 0)))
-    iteration = int(train_state.get("iters_all", info.get("steps", 0)))
-    return {
-        "model_name": trainer.recipe.name,
-        "model_config": trainer.model_config,
-        "audio_params": trainer.audio_params.to_dict(),
-        "state_dict": model.state_dict(),
+    return ReferenceTrainingState(
+        state_dict=model.state_dict(),
         # The reference's optim_d runs over chain(msd, mpd): build_optimizers keeps that order, index for index.
-        "optimizers": {"generator": info["optim_g"], "discriminator": info["optim_d"]},
-        "scalers": {"generator": info.get("scaler_g") or {}, "discriminator": info.get("scaler_d") or {}},
-        "epoch": epoch, "iteration": iteration, "batches_done_in_epoch": 0,
-        "epoch_sums": torch.zeros(3, dtype=torch.float64), "skipped_steps": 0,
-        "world_size": 0, "rng_states": [],
-    }
+        optimizers={"generator": info["optim_g"], "discriminator": info["optim_d"]},
+        scalers={"generator": info.get("scaler_g") or {}, "discriminator": info.get("scaler_d") or {}},
+        epoch=int(train_state.get("epoch", info.get("epoch", 0))),
+        iteration=int(train_state.get("iters_all", info.get("steps", 0))))

@@ -159,11 +159,9 @@ class FullUtterances(Dataset):
 
 @dataclass
 class MelAudioBatch:
-    """A batch of equal-length items. In validation compute_loss leaves the mel error sums here for
-    validation_sums, so the generator runs once per batch."""
+    """A batch of equal-length items."""
     mel: torch.Tensor  # (B, n_mel_channels, frames)
     audio: torch.Tensor  # (B, frames * hop)
-    mel_error: dict[str, float] | None = None
 
     def to(self, device: torch.device) -> "MelAudioBatch":
         return MelAudioBatch(self.mel.to(device, non_blocking=True), self.audio.to(device, non_blocking=True))

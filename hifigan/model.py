@@ -31,6 +31,7 @@ from torch.nn import functional as F
 
 from common.layers import remove_weight_norm, weight_norm
 
+MPD_PERIODS = (2, 3, 5, 7, 11)  # the multi-period discriminator's, in every published HiFi-GAN
 LRELU_SLOPE = 0.1  # every leaky ReLU inside the networks; the one before conv_post keeps torch's default 0.01
 
 # The paper's three generators (jik876's config_v1/v2/v3.json). Only v1 was trained by NVIDIA.
@@ -183,7 +184,7 @@ class DiscriminatorP(nn.Module):
 class MultiPeriodDiscriminator(nn.Module):
     """One DiscriminatorP per period; returns (scores, feature maps), one entry per period."""
 
-    def __init__(self, periods=(2, 3, 5, 7, 11), width_divisor: int = 1):
+    def __init__(self, periods=MPD_PERIODS, width_divisor: int = 1):
         super().__init__()
         self.discriminators = nn.ModuleList(DiscriminatorP(period, width_divisor=width_divisor) for period in periods)
 
@@ -248,7 +249,7 @@ class HiFiGAN(nn.Module):
     discriminator_width_divisor divides every hidden channel count of both discriminators (1, 2, 4 or 8: the MSD's
     16 groups need 16 channels), for small experiments and fast tests; the published models use 1."""
 
-    def __init__(self, generator: dict, mpd_periods=(2, 3, 5, 7, 11), ema: bool = False,
+    def __init__(self, generator: dict, mpd_periods=MPD_PERIODS, ema: bool = False,
                  discriminator_width_divisor: int = 1):
         super().__init__()
         if discriminator_width_divisor not in (1, 2, 4, 8):

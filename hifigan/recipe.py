@@ -21,10 +21,10 @@ import torch
 from torch import nn
 
 from common.audio import AudioParams, MelSpectrogram
-from common.checkpoint import describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint
+from common.distributed import ModelParts
 from common.errors import UserError
 from common.logger import plot_to_image
-from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
+from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput, TrainerView
 from common.sampler import EpochBatchSampler, fixed_size_batches
 from hifigan import arg_parser, checkpoints
 from hifigan.data_function import (FullUtterances, MelAudioBatch, MelAudioCrops, add_data_args, batch_to_device,
@@ -133,49 +133,9 @@ def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
         raise UserError("--fine-tuning goes on from the checkpoint in -o/--output, --fine-tune-from starts from "
                         "another one in a new folder: give one of them")
     if args.fine_tune_from:
-        load_fine_tune_weights(model, args)
+        checkpoints.load_fine_tune_weights(model, args.fine_tune_from, args.fine_tune_discriminator_from,
+                                           AudioParams.from_args(args), args.hifigan_config)
     model.reset_ema()
-
-
-def load_fine_tune_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
-    flag = "--fine-tune-from"
-    source = describe_source(args.fine_tune_from, flag)
-    checkpoint = load_checkpoint(args.fine_tune_from, expected_model="HiFiGAN", flag=flag)
-    if checkpoint.get("model_name") == "HiFiGAN":  # ours: the whole HiFiGAN state, and its audio parameters
-        if "audio_params" in checkpoint:
-            AudioParams.from_dict(checkpoint["audio_params"]).check_matches(AudioParams.from_args(args), source,
-                                                                             "this run's audio flags")
-        state = model_state_from_checkpoint(checkpoint, source)
-        load_model_state(model.generator, substate(state, "generator."), source)
-        if not args.fine_tune_discriminator_from:
-            load_model_state(model.mpd, substate(state, "mpd."), source)
-            load_model_state(model.msd, substate(state, "msd."), source)
-    else:
-        load_reference_generator_into(model, args, source)
-    if args.fine_tune_discriminator_from:
-        load_reference_discriminators_into(model, args)
-
-
-def substate(state: dict, prefix: str) -> dict:
-    return {key[len(prefix):]: value for key, value in state.items() if key.startswith(prefix)}
-
-
-def load_reference_generator_into(model: HiFiGAN, args: argparse.Namespace, source: str) -> None:
-    """NVIDIA's or jik876's generator file, through hifigan/checkpoints.py."""
-    generator, info = checkpoints.load_reference_generator(args.fine_tune_from, config=args.hifigan_config,
-                                                           flag="--fine-tune-from")
-    load_model_state(model.generator, generator.state_dict(), source)
-    print(f"{source}: fine-tuning a {info.get('format', 'published')} generator; it was trained on "
-          f"{info.get('mel_convention', 'its own')} mels, this run feeds it common/audio.py's", flush=True)
-
-
-def load_reference_discriminators_into(model: HiFiGAN, args: argparse.Namespace) -> None:
-    source = describe_source(args.fine_tune_discriminator_from, "--fine-tune-discriminator-from")
-    mpd, msd = checkpoints.load_reference_discriminators(args.fine_tune_discriminator_from, args.mpd_periods,
-                                                         flag="--fine-tune-discriminator-from",
-                                                         width_divisor=args.discriminator_width_divisor)
-    load_model_state(model.mpd, mpd.state_dict(), source)
-    load_model_state(model.msd, msd.state_dict(), source)
 
 
 # ---- the training step ---------------------------------------------------------------------------------------
@@ -217,7 +177,8 @@ def frozen(*modules: nn.Module):
             parameter.requires_grad_(requires_grad)
 
 
-def train_step(parts, batches: list[MelAudioBatch], args: argparse.Namespace, trainer) -> StepOutput:
+def train_step(parts: ModelParts, batches: list[MelAudioBatch], args: argparse.Namespace,
+               trainer: TrainerView) -> StepOutput:
     """The discriminators' step on every micro-batch, then the generator's against the updated discriminators.
 
     DDP: (a) the discriminators run through their DDP parts in their phase, all-reducing on the last micro-batch
@@ -288,20 +249,14 @@ def mel_error_sums(generator: nn.Module, batch: MelAudioBatch, args: argparse.Na
 
 
 def compute_loss(model: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> StepOutput:
-    """Validation's loss (training has its own step): the mel L1 x45 of a whole utterance."""
+    """Validation's loss (training has its own step): the mel L1 x45 of a whole utterance, with the sums of its
+    errors (and the EMA generator's) for the corpus-level mel L1 of validation_metrics."""
     model = getattr(model, "module", model)
     error, count = mel_error_sums(model.generator, batch, args)
-    batch.mel_error = {"mel_abs_error": error, "mel_elements": count}  # for validation_sums: generate once
-    return StepOutput(loss=torch.tensor(MEL_WEIGHT * error / count), items=batch.audio.numel())
-
-
-def validation_sums(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Namespace) -> dict[str, float]:
-    sums = dict(batch.mel_error) if batch.mel_error is not None else {}
-    if not sums:
-        sums["mel_abs_error"], sums["mel_elements"] = mel_error_sums(model.generator, batch, args)
+    sums = {"mel_abs_error": error, "mel_elements": count}
     if model.generator_ema is not None:
         sums["ema_mel_abs_error"], sums["ema_mel_elements"] = mel_error_sums(model.generator_ema, batch, args)
-    return sums
+    return StepOutput(loss=torch.tensor(MEL_WEIGHT * error / count), items=batch.audio.numel(), sums=sums)
 
 
 def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
@@ -329,7 +284,7 @@ def validation_report(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Names
 
 
 RECIPE = Recipe(
-    name="HiFiGAN",
+    name=checkpoints.MODEL_NAME,
     items_unit="samples",
     add_args=add_args,
     model_config=arg_parser.model_config,
@@ -343,7 +298,6 @@ RECIPE = Recipe(
     train_step=train_step,
     lr_schedule=lr_schedule,
     batch_sampler=batch_sampler,
-    validation_sums=validation_sums,
     validation_metrics=validation_metrics,
     validation_report=validation_report,
     config_from_reference=arg_parser.config_from_reference,

@@ -43,7 +43,8 @@ from safetensors.torch import load_file, save_file
 
 from common.checkpoint import describe_source, load_checkpoint, load_model_state, save_checkpoint
 from common.errors import UserError, UserFileNotFoundError, exit_on_user_error
-from wav2vec2.checkpoints import FINETUNING_KEYS, project_checkpoint, read_any_checkpoint
+from wav2vec2.checkpoints import (CTC_HEAD, FINETUNED_PREFIX, FINETUNING_KEYS, is_finetuned_state,
+                                  project_checkpoint, read_any_checkpoint)
 from wav2vec2.dictionary import SPECIAL_SYMBOLS, Dictionary
 from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model, model_config_from, parse_conv_feature_layers, parse_hourglass
 
@@ -80,9 +81,8 @@ HF_LEGACY_WEIGHT_NORM = {"encoder.pos_conv_embed.conv.weight_g": "encoder.pos_co
                          "encoder.pos_conv_embed.conv.weight_v": "encoder.pos_conv_embed.conv.parametrizations.weight.original1"}
 PRETRAINING_HEAD_NAMES = [("quantizer.vars", "quantizer.codevectors"), ("quantizer.weight_proj.", "quantizer.weight_proj."),
                           ("project_q.", "project_q."), ("final_proj.", "project_hid.")]
-CTC_HEAD_NAMES = [("w2v_encoder.proj.", "lm_head.")]
+CTC_HEAD_NAMES = [(CTC_HEAD, "lm_head.")]
 HF_ENCODER_PREFIX = "wav2vec2."
-OUR_CTC_ENCODER_PREFIX = "w2v_encoder.w2v_model."
 
 
 def _pattern(name: str) -> re.Pattern:
@@ -275,7 +275,7 @@ def state_from_hf(hf_state: dict, config: dict, source: str = "the Hugging Face 
     pre-training heads of a bare Wav2Vec2Model, and mask_emb of a model that does not mask."""
     hf_state = without_encoder_prefix(hf_state)
     hf_class = hf_class_of(hf_state)
-    ours_prefix = OUR_CTC_ENCODER_PREFIX if hf_class == "Wav2Vec2ForCTC" else ""
+    ours_prefix = FINETUNED_PREFIX if hf_class == "Wav2Vec2ForCTC" else ""
     heads = CTC_HEAD_NAMES if hf_class == "Wav2Vec2ForCTC" else PRETRAINING_HEAD_NAMES
     reverse = [(theirs, ours) for ours, theirs in _rules(config["extractor_mode"], heads, ours_prefix, "")]
     state = _convert_keys(hf_state, reverse, source, "wav2vec 2.0 (this project's)")
@@ -295,9 +295,8 @@ def state_to_hf(state: dict, config: dict) -> tuple[dict, str]:
     """Our weights (the pre-training model's, or the CTC model's) under HF's names; returns (state, HF class):
     Wav2Vec2ForCTC, Wav2Vec2ForPreTraining, or Wav2Vec2Model for a pre-training model without a quantizer (fairseq's
     quantize_targets=False, which HF's pre-training class cannot hold: the heads are left out)."""
-    finetuned = any(key.startswith("w2v_encoder.") for key in state)
-    if finetuned:
-        hf_class, ours_prefix, heads = "Wav2Vec2ForCTC", OUR_CTC_ENCODER_PREFIX, CTC_HEAD_NAMES
+    if is_finetuned_state(state):
+        hf_class, ours_prefix, heads = "Wav2Vec2ForCTC", FINETUNED_PREFIX, CTC_HEAD_NAMES
     elif config["quantize_targets"]:
         hf_class, ours_prefix, heads = "Wav2Vec2ForPreTraining", "", PRETRAINING_HEAD_NAMES
     else:
@@ -382,7 +381,7 @@ def from_hf(directory: str | Path) -> dict:
         if int(hf_config.get("pad_token_id", 0)) != 0:
             raise UserError(f"{source}: its CTC blank (pad_token_id) is index {hf_config['pad_token_id']}, ours is "
                             "index 0; a vocabulary laid out so cannot be carried over")
-        vocab_size = int(state["w2v_encoder.proj.weight"].shape[0])
+        vocab_size = int(state[CTC_HEAD + "weight"].shape[0])
         model = Wav2Vec2CTC(config, vocab_size, final_dropout=ctc["final_dropout"])
         model_config = {**config, "vocab_size": vocab_size, "final_dropout": ctc["final_dropout"],
                         "freeze_finetune_updates": 0}
@@ -425,7 +424,7 @@ def to_hf(path: str | Path, directory: str | Path, labels_path: str | None = Non
     architecture = {key: value for key, value in config.items() if key not in FINETUNING_KEYS}
     architecture = model_config_from(architecture)
     hf_state, hf_class = state_to_hf(state, architecture)
-    vocab_size = int(state["w2v_encoder.proj.weight"].shape[0]) if hf_class == "Wav2Vec2ForCTC" else None
+    vocab_size = int(state[CTC_HEAD + "weight"].shape[0]) if hf_class == "Wav2Vec2ForCTC" else None
     hf_config = config_to_hf(architecture, hf_class, vocab_size, float(config.get("final_dropout", 0.0)))
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

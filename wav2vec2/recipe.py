@@ -29,6 +29,7 @@ from common.errors import UserError, UserFileNotFoundError
 from common.recipe import DataSplits, Recipe, StepOutput
 from common.schedules import TriStageSchedule, schedule_from_args
 from wav2vec2 import arg_parser, checkpoints
+from wav2vec2.checkpoints import FINETUNING_KEYS, MODEL_NAME
 from wav2vec2.arg_parser import FINETUNE_CONFIG_DEFAULTS
 from wav2vec2.data_function import AudioBatch, AudioDataset, Collater, max_tokens_batches, read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
@@ -37,8 +38,6 @@ from wav2vec2.loss_function import ctc_loss, pretraining_loss
 from wav2vec2.masking import conv_output_lengths
 from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model, model_config_from, parse_conv_feature_layers
 
-NAME = "wav2vec2"
-FINETUNING_KEYS = ("vocab_size", "final_dropout", "freeze_finetune_updates")  # a CTC model's config has these too
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -58,10 +57,7 @@ def load_pretrained(path: str, flag: str = "--w2v-path") -> tuple[dict, dict]:
     if not Path(path).is_file():
         raise UserFileNotFoundError(f"{flag} {path}: file not found")
     config, state = checkpoints.load_any_checkpoint(path, flag)
-    encoder_prefix = "w2v_encoder.w2v_model."
-    if any(key.startswith(encoder_prefix) for key in state):
-        state = {key[len(encoder_prefix):]: value for key, value in state.items() if key.startswith(encoder_prefix)}
-    return {key: value for key, value in config.items() if key not in FINETUNING_KEYS}, state
+    return {key: value for key, value in config.items() if key not in FINETUNING_KEYS}, checkpoints.encoder_state(state)
 
 
 def model_config(args: argparse.Namespace) -> dict:
@@ -200,6 +196,8 @@ def random_draws_seeded_by(batch: AudioBatch):
 
 
 def compute_loss(model: nn.Module, batch: AudioBatch, args: argparse.Namespace) -> StepOutput:
+    """The loss; in fine-tuning's validation also the word and character errors of greedy CTC decoding of the same
+    forward pass (validation batches carry no masks), summed for a corpus WER and CER."""
     config = unwrapped(model).config
     items = transformer_frames(batch, config)
     with random_draws_seeded_by(batch):
@@ -211,15 +209,12 @@ def compute_loss(model: nn.Module, batch: AudioBatch, args: argparse.Namespace) 
         output = model(batch.source, padding_mask=batch.padding_mask, mask_indices=batch.mask_indices,
                        channel_mask=batch.channel_mask)
     loss = ctc_loss(output["logits"], output["padding_mask"], batch.targets, batch.target_lengths)
-    return StepOutput(loss=loss, items=items)
+    sums = {} if unwrapped(model).training else decoding_errors(output, batch, args)
+    return StepOutput(loss=loss, items=items, sums=sums)
 
 
-def validation_sums(model: nn.Module, batch: AudioBatch, args: argparse.Namespace) -> dict[str, float]:
-    """Fine-tuning: word and character errors of greedy CTC decoding against the labels, summed for a corpus WER."""
-    if args.mode != "finetune":
-        return {}
-    model = unwrapped(model)
-    output = model(batch.source, padding_mask=batch.padding_mask)
+def decoding_errors(output: dict, batch: AudioBatch, args: argparse.Namespace) -> dict[str, float]:
+    """Word and character errors of greedy CTC decoding of the model's output against the batch's labels."""
     dictionary = load_dictionary(args)
     hypotheses = transcripts(output["logits"], output["padding_mask"], dictionary)
     references = [dictionary.decode(row[:length].tolist())
@@ -228,14 +223,12 @@ def validation_sums(model: nn.Module, batch: AudioBatch, args: argparse.Namespac
 
 
 def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
-    if not sums:
-        return {}
     rates = error_rates(sums)
     return {"val_wer": rates["wer"], "val_cer": rates["cer"]}
 
 
 RECIPE = Recipe(
-    name=NAME,
+    name=MODEL_NAME,
     items_unit="frames",
     add_args=add_args,
     model_config=model_config,
@@ -251,7 +244,6 @@ RECIPE = Recipe(
     text_processor=text_processor,
     batch_sampler=max_tokens_batches,
     loss_items=loss_items,
-    validation_sums=validation_sums,
     validation_metrics=validation_metrics,
     best_checkpoint_metric="val_wer",
     translate_argv=arg_parser.translate_argv,

@@ -2,6 +2,7 @@
 skipping non-finite steps, a GAN-shaped recipe with two parts and optimizers (in one process and on two), schedules
 as multipliers, clipping off, training by updates with exact resume, max-tokens batching and corpus-level metrics
 reduced across ranks."""
+import inspect
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
 from common.schedules import WarmupPolynomialSchedule
 from common.trainer import Trainer
-from common.recipe import StepOutput
+from common.recipe import StepOutput, TrainerView
 from tests.common.toy_recipes import (Points, collate, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
                                       sgd, toy_args, toy_recipe, train_on_ranks)
 
@@ -261,3 +262,18 @@ def test_validation_logs_the_losss_metrics_as_means_over_items(tmp_path):
     points = Points(4, seed=1)  # validation batches [0, 1, 2] and [3], weighted by their 3 and 1 items
     error = (trainer.model(points.x) - points.y).pow(2).detach()[:, 0]
     assert validation["val_first_item_error"] == pytest.approx((3 * error[0] + error[3]).item() / 4, rel=1e-5)
+
+
+def test_the_trainer_has_everything_a_recipes_train_step_may_use(tmp_path):
+    """TrainerView (common/recipe.py) is what train_step is typed with: every attribute of it is on a Trainer, and
+    every method takes the same parameters."""
+    trainer = Trainer(gan_recipe(), toy_args(tmp_path))
+    assert isinstance(trainer, TrainerView)
+    assert {"device", "iteration", "model", "optimizers"} <= set(TrainerView.__annotations__)
+    for name in TrainerView.__annotations__:
+        assert hasattr(trainer, name), name
+    methods = [name for name, member in vars(TrainerView).items() if callable(member) and not name.startswith("_")]
+    assert sorted(methods) == ["autocast", "backward", "backward_and_step", "gradient_sync", "step"]
+    for name in methods:
+        assert (list(inspect.signature(getattr(Trainer, name)).parameters)
+                == list(inspect.signature(getattr(TrainerView, name)).parameters)), name

@@ -21,7 +21,8 @@ from torch.utils.data import Dataset
 
 from common.arguments import add_training_args
 from common.errors import UserError, exit_on_user_error
-from common.recipe import DataSplits, Recipe, StepOutput
+from common.distributed import ModelParts
+from common.recipe import DataSplits, Recipe, StepOutput, TrainerView
 from common.sampler import MaxTokensBatchSampler
 from common.trainer import Trainer
 
@@ -76,7 +77,8 @@ def two_optimizers(model, args):
             "generator": torch.optim.SGD(model.generator.parameters(), lr=args.learning_rate)}
 
 
-def adversarial_step(parts, batches, args, trainer):
+def adversarial_step(parts: ModelParts, batches: list, args: argparse.Namespace,
+                     trainer: TrainerView) -> StepOutput:
     """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it (one
     micro-batch; hifigan/recipe.py shows the step with accumulation)."""
     assert len(batches) == 1, "the toy GAN step does not accumulate"
@@ -111,14 +113,18 @@ def sgd(model, args):
     return {"model": torch.optim.SGD(model.parameters(), lr=args.learning_rate)}
 
 
-def validation_error_sums(model, batch, args):
-    """A corpus-level metric: squared errors and items summed, so the ratio is the mean over the whole set."""
-    x, y, _ = batch
-    return {"squared_error": float((model(x) - y).pow(2).sum()), "items": len(x)}
+def regression_loss_and_error_sums(model, batch, args):
+    """The regression's loss and, in validation, a corpus-level metric: squared errors and items summed, so the
+    ratio is the mean over the whole set."""
+    output = regression_loss(model, batch, args)
+    if not model.training:
+        x, y, _ = batch
+        output.sums = {"squared_error": float((model(x) - y).pow(2).sum()), "items": len(x)}
+    return output
 
 
 def metric_recipe() -> Recipe:
-    return toy_recipe(validation_sums=validation_error_sums,
+    return toy_recipe(compute_loss=regression_loss_and_error_sums,
                       validation_metrics=lambda sums: {"val_mse": sums["squared_error"] / sums["items"],
                                                        "val_items_seen": sums["items"]},
                       build_data=lambda args, audio: DataSplits(Points(12), Points(5, seed=1), collate))

@@ -18,8 +18,10 @@ import torch
 
 from common.checkpoint import load_trained_model, save_checkpoint
 from common.errors import UserError, UserFileNotFoundError
-from wav2vec2.checkpoints import (flatten_reference_args, load_any_checkpoint, load_reference_checkpoint,
-                                  load_reference_model, project_checkpoint, read_any_checkpoint, read_restricted)
+from common.safe_unpickle import read_restricted
+from wav2vec2.checkpoints import (load_any_checkpoint, load_reference_checkpoint, load_reference_model,
+                                  project_checkpoint, read_any_checkpoint)
+from wav2vec2.reference_config import flatten_reference_args
 from wav2vec2.masking import compute_mask_indices, sample_negative_indices
 from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from dataclasses import dataclass
 
-from common.arguments import add_compatibility_flags, add_dataclass_args, add_reference_names, read_reference_spellings
+from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, flag, not_a_flag,
+                              read_reference_spellings)
 from wav2vec2.model import Wav2Vec2Config
 
 MODES = ("pretrain", "finetune")
@@ -82,6 +84,14 @@ FINETUNE_CONFIG_DEFAULTS = dict(feature_grad_mult=0.0, mask_prob=0.5, mask_lengt
                                 activation_dropout=0.1, dropout_input=0.0, dropout_features=0.0)
 
 
+@dataclass
+class CTCHeadConfig:
+    """What a fine-tuned model's config adds to Wav2Vec2Config: Wav2Vec2CTC's other constructor arguments."""
+    vocab_size: int = not_a_flag("the dictionary (dict.<labels>.txt in --data)")
+    final_dropout: float = flag(0.0, "dropout before the CTC projection")
+    freeze_finetune_updates: int = flag(0, "only the CTC projection learns for this many updates")
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, default="pretrain",
                         help="pre-training (contrastive) or fine-tuning (CTC); also the reference's positional "
@@ -99,9 +109,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     finetuning.add_argument("--w2v-path", default=None,
                             help="pre-trained model to fine-tune: ours, NVIDIA's or fairseq's .pt, or one converted "
                                  "from Hugging Face by `python -m wav2vec2.convert --from-hf`")
-    finetuning.add_argument("--final-dropout", type=float, default=0.0, help="dropout before the CTC projection")
-    finetuning.add_argument("--freeze-finetune-updates", type=int, default=0,
-                            help="only the CTC projection learns for this many updates")
+    add_dataclass_args(finetuning, CTCHeadConfig)
     finetuning.add_argument("--apply-mask", action=argparse.BooleanOptionalAction, default=True,
                             help="time and channel masking while fine-tuning")
 

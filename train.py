@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from common.arguments import add_training_args, parse_args
+from common.arguments import add_training_args, compatibility_group, parse_args, read_reference_spellings
 from common.errors import USER_ERROR_EXIT_CODE, ArgumentParser
 from common.preemption import PREEMPTED_EXIT_CODE
 from common.registry import RECIPES, get_recipe, model_name_in
@@ -30,6 +30,7 @@ def build_parser(model_name: str | None) -> argparse.ArgumentParser:
     add_training_args(parser)
     if model_name in RECIPES:
         get_recipe(model_name).add_args(parser)
+    compatibility_group(parser)  # --help says that NVIDIA's `--flag_name` spellings are read
     return parser
 
 
@@ -37,8 +38,8 @@ def parse_run_args(argv: list[str]) -> argparse.Namespace:
     """train.py's flags for argv: the model's parser, the reference's spellings translated, presets applied."""
     model_name = model_name_in(argv)
     parser = build_parser(model_name)
-    if model_name in RECIPES and get_recipe(model_name).translate_argv is not None:
-        argv = get_recipe(model_name).translate_argv(argv, parser)
+    translate_argv = get_recipe(model_name).translate_argv if model_name in RECIPES else None
+    argv = (translate_argv or read_reference_spellings)(argv, parser)
     return parse_args(parser, argv)
 
 

@@ -1,16 +1,34 @@
-"""Command-line flags every model shares, and `--config-file` presets.
+"""Command-line flags every model shares, the flags of a family's config dataclass, `--config-file` presets, and
+NVIDIA's spellings of the flags.
+
+A family's model configuration is a dataclass of its model's constructor arguments whose fields carry their flag's
+help and default (`flag(...)`); add_dataclass_args makes `--field-name` of each field, and the family's model_config
+is config_dict of the dataclass built from the parsed flags (config_from_args).
 
 A config file is JSON: flag names (with dashes or underscores) to values, optionally grouped in sections such as
 {"audio": {...}, "training": {...}}. Its values become defaults; flags given on the command line win. Unknown keys
 are errors naming the file, as unknown flags are.
+
+NVIDIA's launch scripts spell flags with underscores (`--max_tokens`), give some shared flags other names (`--lr`,
+`--output_dir`) and pass flags that tune parts of their implementation this one does not have. Every parser reads
+`--flag_name` as `--flag-name` (read_reference_spellings); a family whose reference names flags differently says
+so in its Recipe.translate_argv, built on read_reference_spellings with its `renamed` table, and declares the flags
+that have no counterpart here with add_compatibility_flags: they are accepted, and `--help` says that they are
+accepted only for compatibility and why they change nothing. Any other unknown flag stays an error. The flag sets
+of NVIDIA's scripts are in tests/data/nvidia_command_lines.json, each run through --dry-run.
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
+import types
+import typing
 from pathlib import Path
+from typing import Callable
 
-from common.audio import add_audio_args
+from common.audio import AudioParams, add_audio_args
 from common.errors import UserError, UserFileNotFoundError
 from common.schedules import add_schedule_args
 
@@ -161,7 +179,8 @@ def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
     destinations = {action.dest for action in parser._actions}
     values = {}
     for key, value in flat.items():
-        dest = key.replace("-", "_")
+        action = parser._option_string_actions.get("--" + key.replace("_", "-"))  # a flag's name or alias
+        dest = action.dest if action is not None else key.replace("-", "_")
         if dest not in destinations:
             raise UserError(f"--config-file {path}: unknown setting '{key}'")
         values[dest] = value
@@ -183,3 +202,152 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
                 action.required = False
         parser.set_defaults(**values)
     return parser.parse_args(argv)
+
+
+# ---- a family's config dataclass and its flags -------------------------------------------------------------------
+
+
+def flag(default, help: str | None = None, **keywords) -> dataclasses.Field:
+    """A config field that is a command-line flag, `--field-name`, with this default and help. keywords go to
+    add_argument (`type=positive_int`, `choices`, `action`, `nargs`, `metavar`) and may be `aliases=[...]` (other
+    names of the flag) or `saved_if_changed=True` (left out of config_dict at its default, so configs saved before
+    the field existed keep their keys)."""
+    default_keyword = ({"default_factory": lambda: copy.deepcopy(default)} if isinstance(default, (list, dict))
+                       else {"default": default})
+    return dataclasses.field(**default_keyword, metadata={"help": help, **keywords})
+
+
+def not_a_flag(set_by: str, default=dataclasses.MISSING) -> dataclasses.Field:
+    """A config field that has no flag of its own: `set_by` says where its value comes from (a shared flag such as
+    --n-mel-channels, whose value has the field's name in the parsed args, or the family's code)."""
+    return dataclasses.field(default=default, metadata={"set_by": set_by})
+
+
+def audio_flag(name: str) -> dataclasses.Field:
+    """A config field set by the shared audio flag of the same name (common/audio.py: --n-mel-channels,
+    --hop-length...), so it is saved in the model_config as well as in the checkpoint's audio_params."""
+    return not_a_flag(f"--{name.replace('_', '-')} (audio flags)", getattr(AudioParams(), name))
+
+
+def _flag_type(annotation) -> tuple[type, bool]:
+    """(the type of one value, whether the flag takes a list) of a field's annotation: int | None -> (int, False),
+    list[float] -> (float, True)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True
+    return annotation, False
+
+
+def add_dataclass_args(group, config_class: type, defaults_named: str | None = None) -> None:
+    """`--field-name` for every field of config_class made by flag(), its value in args.field_name. The type
+    comes from the annotation (a bool is a switch: `--name`, and `--no-name` unless it is off by default; a list
+    takes one or more values) unless the field's keywords say otherwise. defaults_named: every flag defaults to None
+    (the caller fills in the dataclass's defaults, or another model's values) and its help ends in
+    "(<defaults_named>: <the dataclass's default>)"."""
+    annotations = typing.get_type_hints(config_class)
+    for field in dataclasses.fields(config_class):
+        if "set_by" in field.metadata:
+            continue
+        keywords = dict(field.metadata)
+        names = ["--" + field.name.replace("_", "-"), *keywords.pop("aliases", ())]
+        keywords.pop("saved_if_changed", None)
+        default = field.default if field.default_factory is dataclasses.MISSING else field.default_factory()
+        if defaults_named is not None:
+            keywords["help"] = f"{keywords['help']} ({defaults_named}: {default})"
+            default = None
+        if "action" not in keywords:
+            value_type, is_list = _flag_type(annotations[field.name])
+            if value_type is bool:
+                keywords["action"] = "store_true" if default is False else argparse.BooleanOptionalAction
+            else:
+                if value_type is not str:
+                    keywords.setdefault("type", value_type)
+                if is_list:
+                    keywords.setdefault("nargs", "+")
+        group.add_argument(*names, dest=field.name, default=default, **keywords)
+
+
+def config_from_args(config_class: type, args: argparse.Namespace, **values):
+    """config_class with each field from `values` if there, else from the parsed flag of the same name."""
+    return config_class(**{field.name: values[field.name] if field.name in values else getattr(args, field.name)
+                           for field in dataclasses.fields(config_class)})
+
+
+def config_dict(config) -> dict:
+    """The plain dict that checkpoints save as model_config: asdict(config), less the fields marked
+    saved_if_changed that are at their default."""
+    values = dataclasses.asdict(config)
+    for field in dataclasses.fields(config):
+        if field.metadata.get("saved_if_changed") and values[field.name] == field.default:
+            del values[field.name]
+    return values
+
+
+# ---- NVIDIA's command lines ----------------------------------------------------------------------------------
+
+COMPATIBILITY_GROUP = "accepted for compatibility with NVIDIA's command lines"
+UNDERSCORE_SPELLING = "Every --flag-name is also read as --flag_name, NVIDIA's spelling."
+
+
+def read_reference_spellings(argv: list[str], parser: argparse.ArgumentParser, renamed: dict[str, str] | None = None,
+                             positional: Callable[[str], list[str] | None] | None = None) -> list[str]:
+    """NVIDIA's spellings -> this project's: `--flag_name` becomes `--flag-name` when that is a flag of `parser` and
+    `--flag_name` is not; otherwise a flag in `renamed` (NVIDIA's name, in either spelling) becomes the flag it
+    names. A flag's values are copied with it as they are (so a value is never taken for something else); any other
+    token goes through `positional` (e.g. wav2vec 2.0's `pretrain` -> `--mode pretrain`), which returns its
+    replacement or None to keep it. A misspelt flag is left as it is, for the parser to refuse."""
+    options = parser._option_string_actions
+    renamed = {name.replace("_", "-"): ours for name, ours in (renamed or {}).items()}
+    translated: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        name, equals, value = token.partition("=")
+        index += 1
+        dashed = name.replace("_", "-")
+        if name.startswith("--") and name not in options and (dashed in options or dashed in renamed):
+            name = dashed if dashed in options else renamed[dashed]
+        replacement = positional(token) if positional is not None and not token.startswith("-") else None
+        if replacement is not None:
+            translated += replacement
+            continue
+        translated.append(name + equals + value if equals else name)
+        action = options.get(name)
+        if action is not None and not equals and action.nargs != 0:  # copy the flag's values as they are
+            while index < len(argv) and not (argv[index].startswith("-") and len(argv[index]) > 1
+                                             and not argv[index][1].isdigit()):
+                translated.append(argv[index])
+                index += 1
+                if action.nargs in (None, "?"):
+                    break
+    return translated
+
+
+def compatibility_group(parser: argparse.ArgumentParser):
+    """The --help section of what a parser accepts only for NVIDIA's command lines (made on first use)."""
+    for group in parser._action_groups:
+        if group.title == COMPATIBILITY_GROUP:
+            return group
+    return parser.add_argument_group(COMPATIBILITY_GROUP, UNDERSCORE_SPELLING)
+
+
+def add_reference_names(parser: argparse.ArgumentParser, renamed: dict[str, str]) -> None:
+    """Says in --help which other names of NVIDIA's (read_reference_spellings' `renamed`) mean which flag."""
+    group = compatibility_group(parser)
+    group.description += " NVIDIA's other names: " + ", ".join(
+        f"{theirs} for {ours}" for theirs, ours in renamed.items()) + "."
+
+
+def add_compatibility_flags(parser: argparse.ArgumentParser, flags: dict[str, dict]) -> None:
+    """flags: NVIDIA's name (`--fp32_pos_conv`) -> add_argument's keywords, whose `help` says what the flag does there
+    and why it changes nothing here (or what it must be). A flag with no `type`, `choices` or `metavar` is a switch.
+    Each is accepted in both spellings and kept as `compat_<name>` (none of the run's code reads it)."""
+    group = compatibility_group(parser)
+    for name, keywords in flags.items():
+        keywords = dict(keywords)
+        keywords["help"] = f"compatibility only: {keywords['help']}"
+        if not {"type", "choices", "metavar", "action"} & set(keywords):
+            keywords["action"] = "store_true"
+        spellings = [name] + ([name.replace("_", "-")] if "_" in name else [])
+        group.add_argument(*spellings, dest="compat_" + name.lstrip("-"), **keywords)

@@ -1,31 +1,32 @@
-"""HiFi-GAN's architecture flags (training flags such as --segment-size and --ema-decay are the recipe's), and how
+"""HiFi-GAN's architecture flags (training flags such as --segment-length and --ema-decay are the recipe's), and how
 NVIDIA's training command line (its scripts/train_lj22khz.sh) is read (translate_argv).
 
-Each flag has this project's hyphen spelling and the reference's underscore spelling (`--upsample-rates` and
-`--upsample_rates`), so NVIDIA's command lines run. List values are read as the reference reads them, a Python
-literal (`--upsample-rates [8,8,2,2]`), or as plain numbers (`--upsample-rates 8 8 2 2`; dilation groups as
+NVIDIA's underscore spellings (`--upsample_rates`) are read as this project's (`--upsample-rates`), so NVIDIA's
+command lines run (common/arguments.py: read_reference_spellings). List values are read as the reference reads them,
+a Python literal (`--upsample-rates [8,8,2,2]`), or as plain numbers (`--upsample-rates 8 8 2 2`; dilation groups as
 `--resblock-dilation-sizes 1,3,5 1,3,5 1,3,5`).
 
-The generator is resolved as: `--hifigan-preset` (default v1), then the size flags given over it, then
-`--hifigan-config FILE` (jik876's config_v*.json), whose 6 generator keys decide, as in the reference; a size flag
-that contradicts the file is an error rather than silently ignored.
+The generator is resolved as: `--hifigan-preset` (default v1), then the size flags (GeneratorSizes) given over it,
+then `--hifigan-config FILE` (jik876's config_v*.json), whose 6 generator keys decide, as in the reference; a size
+flag that contradicts the file is an error rather than silently ignored. HiFiGANConfig is the model's constructor
+arguments.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, config_dict,
+                              config_from_args, flag, not_a_flag, read_reference_spellings)
 from common.errors import UserError, UserFileNotFoundError
-from common.reference_flags import add_compatibility_flags, translate_reference_argv
 from hifigan.model import PRESETS, Generator
-
-GENERATOR_KEYS = ("resblock", "upsample_rates", "upsample_kernel_sizes", "upsample_initial_channel",
-                  "resblock_kernel_sizes", "resblock_dilation_sizes")
 
 # Every key of jik876's config_v1/v2/v3.json: the generator's, and training/audio settings this file does not use
 # (the audio ones are checked against the audio flags). Anything else in a --hifigan-config file is a mistake.
@@ -76,30 +77,45 @@ class IntListAction(argparse.Action):
             raise argparse.ArgumentError(self, str(error))
 
 
+@dataclass
+class GeneratorSizes:
+    """The generator's size flags; None: the --hifigan-preset's (see the module docstring for the order)."""
+    resblock: str | None = flag(None, "residual block type: 1 (two convs per dilation, v1/v2) or 2 (one, v3)",
+                                choices=["1", "2"])
+    upsample_rates: list[int] | None = flag(None, "upsampling factor of each stage; their product is the hop length",
+                                            action=IntListAction)
+    upsample_kernel_sizes: list[int] | None = flag(None, "transposed-conv kernel of each stage", action=IntListAction)
+    upsample_initial_channel: int | None = flag(None, "channels after conv_pre; halved at every stage")
+    resblock_kernel_sizes: list[int] | None = flag(None, "kernel of each residual block of the fusion (v1: 3 7 11)",
+                                                   action=IntListAction)
+    resblock_dilation_sizes: list[list[int]] | None = flag(
+        None, "dilations of each residual block, e.g. [[1,3,5],[1,3,5],[1,3,5]]", action=IntListAction, nested=True)
+
+
+GENERATOR_KEYS = tuple(field.name for field in dataclasses.fields(GeneratorSizes))
+
+
+@dataclass
+class HiFiGANConfig:
+    """HiFiGAN's constructor arguments (hifigan/model.py), saved in every checkpoint as model_config."""
+    generator: dict = not_a_flag("generator_config: --hifigan-preset, GeneratorSizes' flags, --hifigan-config")
+    ema: bool = not_a_flag("--ema-decay above 0", False)
+    mpd_periods: list[int] = flag([2, 3, 5, 7, 11], "periods of the multi-period discriminator",
+                                  action=IntListAction)
+    discriminator_width_divisor: int = flag(
+        1, "divide the discriminators' channels (small experiments, tests; published: 1)", choices=[1, 2, 4, 8],
+        saved_if_changed=True)  # so full-size configs keep the keys they had before it existed
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
     architecture = parser.add_argument_group(
         "HiFi-GAN architecture (--hifigan-preset, then the size flags, then --hifigan-config)")
-    architecture.add_argument("--hifigan-preset", "--hifigan_preset", choices=sorted(PRESETS), default="v1",
+    architecture.add_argument("--hifigan-preset", choices=sorted(PRESETS), default="v1",
                               help="the paper's generator v1 (default), v2 (small) or v3 (ResBlock2, fastest)")
-    architecture.add_argument("--hifigan-config", "--hifigan_config", default=None, metavar="FILE",
+    architecture.add_argument("--hifigan-config", default=None, metavar="FILE",
                               help="jik876's config_v*.json: its generator keys decide the architecture")
-    architecture.add_argument("--resblock", choices=["1", "2"], default=None,
-                              help="residual block type: 1 (two convs per dilation, v1/v2) or 2 (one, v3)")
-    architecture.add_argument("--upsample-rates", "--upsample_rates", action=IntListAction, default=None,
-                              help="upsampling factor of each stage; their product is the hop length")
-    architecture.add_argument("--upsample-kernel-sizes", "--upsample_kernel_sizes", action=IntListAction,
-                              default=None, help="transposed-conv kernel of each stage")
-    architecture.add_argument("--upsample-initial-channel", "--upsample_initial_channel", type=int, default=None,
-                              help="channels after conv_pre; halved at every stage")
-    architecture.add_argument("--resblock-kernel-sizes", "--resblock_kernel_sizes", action=IntListAction,
-                              default=None, help="kernel of each residual block of the fusion (v1: 3 7 11)")
-    architecture.add_argument("--resblock-dilation-sizes", "--resblock_dilation_sizes", action=IntListAction,
-                              nested=True, default=None,
-                              help="dilations of each residual block, e.g. [[1,3,5],[1,3,5],[1,3,5]]")
-    architecture.add_argument("--mpd-periods", "--mpd_periods", action=IntListAction, default=[2, 3, 5, 7, 11],
-                              help="periods of the multi-period discriminator")
-    architecture.add_argument("--discriminator-width-divisor", type=int, default=1, choices=[1, 2, 4, 8],
-                              help="divide the discriminators' channels (small experiments, tests; published: 1)")
+    add_dataclass_args(architecture, GeneratorSizes)
+    add_dataclass_args(architecture, HiFiGANConfig)
 
 
 def read_hifigan_config(path: str | Path, args: argparse.Namespace | None = None) -> dict:
@@ -170,12 +186,8 @@ def generator_config(args: argparse.Namespace) -> dict:
 
 
 def model_config(args: argparse.Namespace) -> dict:
-    """HiFiGAN's constructor arguments (saved in every checkpoint)."""
-    config = {"generator": generator_config(args), "mpd_periods": list(args.mpd_periods),
-              "ema": getattr(args, "ema_decay", 0.0) > 0}
-    if args.discriminator_width_divisor != 1:  # recorded only when used, so full-size configs keep their keys
-        config["discriminator_width_divisor"] = args.discriminator_width_divisor
-    return config
+    return config_dict(config_from_args(HiFiGANConfig, args, generator=generator_config(args),
+                                        ema=getattr(args, "ema_decay", 0.0) > 0))
 
 
 def config_from_reference(config: dict) -> dict:
@@ -210,8 +222,9 @@ def add_reference_args(parser: argparse.ArgumentParser) -> None:
                            help="NVIDIA's spelling of --log-file, a path from the current folder (--log-file's is "
                                 "relative to --output)")
     add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
+    add_reference_names(parser, REFERENCE_FLAG_NAMES)
 
 
 def translate_argv(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
     """NVIDIA's command line -> this project's: REFERENCE_FLAG_NAMES, and `--flag_name` to `--flag-name`."""
-    return translate_reference_argv(argv, parser, REFERENCE_FLAG_NAMES)
+    return read_reference_spellings(argv, parser, REFERENCE_FLAG_NAMES)

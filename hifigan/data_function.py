@@ -32,12 +32,13 @@ SILENCE = math.log(LOG_CLAMP_MIN)  # the log mel of zero audio: what a loaded me
 
 def add_data_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HiFi-GAN data")
-    group.add_argument("--segment-size", "--segment_size", dest="segment_size", type=int, default=8192,
-                       help="audio samples per training crop, a multiple of --hop-length (8192: 32 frames)")
-    group.add_argument("--input-mels-dir", "--input_mels_dir", dest="input_mels_dir", default=None,
+    group.add_argument("--segment-length", "--segment-size", dest="segment_length", type=int, default=8192,
+                       help="audio samples per training crop, a multiple of --hop-length (8192: 32 frames); "
+                            "--segment-size is NVIDIA's HiFi-GAN's name")
+    group.add_argument("--input-mels-dir", default=None,
                        help="fine-tuning: the generator's input mels are <stem>.pt or <stem>.npy files "
                             "(n_mel_channels x frames, frame-aligned with the wav) in this folder")
-    group.add_argument("--mel-fmax-loss", "--mel_fmax_loss", dest="mel_fmax_loss", type=float, default=None,
+    group.add_argument("--mel-fmax-loss", type=float, default=None,
                        help="top of the mel filterbank of the loss's mel (default: sampling rate / 2)")
 
 
@@ -94,20 +95,20 @@ def load_entry_audio(entry, audio: AudioParams) -> torch.Tensor:
 
 
 class MelAudioCrops(AudioCropDataset):
-    """Training items (input mel (n_mel, segment_size / hop), audio crop (segment_size,)): hop-aligned crops whose
-    frames come from the whole utterance's mel (or from --input-mels-dir), drawn from (seed, epoch, item) alone;
-    clips shorter than a crop are zero-padded."""
+    """Training items (input mel (n_mel, segment_length / hop), audio crop (segment_length,)): hop-aligned crops
+    whose frames come from the whole utterance's mel (or from --input-mels-dir), drawn from (seed, epoch, item)
+    alone; clips shorter than a crop are zero-padded."""
 
-    def __init__(self, filelist: str | Path, dataset_path: str | Path, audio: AudioParams, segment_size: int,
+    def __init__(self, filelist: str | Path, dataset_path: str | Path, audio: AudioParams, segment_length: int,
                  seed: int = 0, input_mels_dir: str | Path | None = None):
-        if segment_size < 1 or segment_size % audio.hop_length:
-            raise UserError(f"--segment-size ({segment_size}) must be a positive multiple of --hop-length "
+        if segment_length < 1 or segment_length % audio.hop_length:
+            raise UserError(f"--segment-length ({segment_length}) must be a positive multiple of --hop-length "
                             f"({audio.hop_length}): one mel frame per hop of audio")
-        if segment_size < shortest_for_loss(audio):
-            raise UserError(f"--segment-size ({segment_size}) must be at least {shortest_for_loss(audio)}: the "
+        if segment_length < shortest_for_loss(audio):
+            raise UserError(f"--segment-length ({segment_length}) must be at least {shortest_for_loss(audio)}: the "
                             f"loss's mel of a crop reflects half an FFT (--filter-length {audio.filter_length}) "
                             "at each end")
-        super().__init__(filelist, dataset_path, audio, segment_size, seed=seed, hop_aligned=True)
+        super().__init__(filelist, dataset_path, audio, segment_length, seed=seed, hop_aligned=True)
         self.input_mels = InputMels(input_mels_dir, audio) if input_mels_dir else None
         if self.input_mels is not None:
             for entry in self.entries:  # a missing mel fails at start-up; lengths are checked as items are read

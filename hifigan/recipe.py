@@ -40,11 +40,11 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     add_data_args(parser)
     arg_parser.add_reference_args(parser)
     training = parser.add_argument_group("HiFi-GAN training")
-    training.add_argument("--lr-decay", "--lr_decay", dest="lr_decay", type=float, default=0.9998,
+    training.add_argument("--lr-decay", type=float, default=0.9998,
                           help="both learning rates are multiplied by this every epoch (ExponentialLR)")
-    training.add_argument("--adam-betas", "--adam_betas", dest="adam_betas", type=float, nargs=2, default=[0.8, 0.99],
+    training.add_argument("--adam-betas", type=float, nargs=2, default=[0.8, 0.99],
                           metavar=("BETA1", "BETA2"), help="AdamW's betas for both optimizers")
-    training.add_argument("--ema-decay", "--ema_decay", dest="ema_decay", type=float, default=0.0,
+    training.add_argument("--ema-decay", type=float, default=0.0,
                           help="keep an exponential moving average of the generator with this decay (0: none); "
                                "saved in checkpoints, validated, and used by inference with --ema")
     training.add_argument("--fine-tune-from", default=None, metavar="CKPT",
@@ -54,9 +54,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--fine-tune-discriminator-from", default=None, metavar="CKPT",
                           help="discriminators to start from with --fine-tune-from: NVIDIA's "
                                "hifigan_discrim_checkpoint or jik876's do_XXXXXXXX")
-    training.add_argument("--fine-tune-lr-factor", "--fine_tune_lr_factor", dest="fine_tune_lr_factor", type=float,
+    training.add_argument("--fine-tune-lr-factor", type=float,
                           default=1.0, help="multiplies -lr for both optimizers (NVIDIA fine-tunes with 3)")
-    training.add_argument("--fine-tuning", "--fine_tuning", dest="fine_tuning", action="store_true",
+    training.add_argument("--fine-tuning", action="store_true",
                           help="NVIDIA's fine-tuning in place: the base run's command line and -o/--output, plus "
                                "this and --input-mels-dir. The first time, training goes on from the folder's last "
                                "checkpoint (weights, optimizer states, epoch) with both learning rates x "
@@ -74,7 +74,7 @@ def build_model(config: dict) -> nn.Module:
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_size, seed=args.seed,
+    train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed,
                           input_mels_dir=args.input_mels_dir)
     validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)

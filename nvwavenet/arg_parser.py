@@ -1,26 +1,33 @@
-"""WaveNet's flags. The mel channels and hop come from the shared audio flags (common.audio.add_audio_args)."""
+"""WaveNet's flags: WaveNetConfig (the model's constructor arguments) and the training flags. The mel channels and
+hop come from the shared audio flags (common.audio.add_audio_args)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
+from common.arguments import add_dataclass_args, audio_flag, config_dict, config_from_args, flag
 from nvwavenet.model import UPSAMPLING_MODES
 
 
+@dataclass
+class WaveNetConfig:
+    """WaveNet's constructor arguments (nvwavenet/model.py), saved in every checkpoint as model_config."""
+    n_mel_channels: int = audio_flag("n_mel_channels")
+    hop_length: int = audio_flag("hop_length")
+    residual_channels: int = flag(64, "R: channels of the residual stack")
+    skip_channels: int = flag(256, "S: channels of the skip sum")
+    out_channels: int = flag(256, "A: mu-law classes, which is also the width of the output stack",
+                             aliases=["--mu-quantization"])
+    n_layers: int = flag(20, "L: gated residual layers")
+    max_dilation: int = flag(512, "dilations double from 1 to this (a power of two), then start again at 1")
+    upsampling: str = flag("transposed-conv", "mel to sample rate: a learned transposed conv (stride = hop) or "
+                                              "repetition", choices=UPSAMPLING_MODES)
+    upsample_window: int | None = flag(None, "kernel of the transposed conv in samples (default: 4 x --hop-length)")
+    embedding_tanh: bool = flag(True, "tanh on the sum of the two sample embeddings (the kernels' tanhEmbed)")
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
-    architecture = parser.add_argument_group("WaveNet architecture")
-    architecture.add_argument("--residual-channels", type=int, default=64, help="R: channels of the residual stack")
-    architecture.add_argument("--skip-channels", type=int, default=256, help="S: channels of the skip sum")
-    architecture.add_argument("--out-channels", "--mu-quantization", dest="out_channels", type=int, default=256,
-                              help="A: mu-law classes, which is also the width of the output stack")
-    architecture.add_argument("--n-layers", type=int, default=20, help="L: gated residual layers")
-    architecture.add_argument("--max-dilation", type=int, default=512,
-                              help="dilations double from 1 to this (a power of two), then start again at 1")
-    architecture.add_argument("--upsampling", choices=UPSAMPLING_MODES, default="transposed-conv",
-                              help="mel to sample rate: a learned transposed conv (stride = hop) or repetition")
-    architecture.add_argument("--upsample-window", type=int, default=None,
-                              help="kernel of the transposed conv in samples (default: 4 x --hop-length)")
-    architecture.add_argument("--embedding-tanh", action=argparse.BooleanOptionalAction, default=True,
-                              help="tanh on the sum of the two sample embeddings (the kernels' tanhEmbed)")
+    add_dataclass_args(parser.add_argument_group("WaveNet architecture"), WaveNetConfig)
 
     training = parser.add_argument_group("WaveNet training")
     training.add_argument("--segment-length", type=int, default=16384,
@@ -28,16 +35,4 @@ def add_args(parser: argparse.ArgumentParser) -> None:
 
 
 def model_config(args: argparse.Namespace) -> dict:
-    """WaveNet's constructor arguments (saved in every checkpoint)."""
-    return {
-        "n_mel_channels": args.n_mel_channels,
-        "hop_length": args.hop_length,
-        "residual_channels": args.residual_channels,
-        "skip_channels": args.skip_channels,
-        "out_channels": args.out_channels,
-        "n_layers": args.n_layers,
-        "max_dilation": args.max_dilation,
-        "upsampling": args.upsampling,
-        "upsample_window": args.upsample_window,
-        "embedding_tanh": args.embedding_tanh,
-    }
+    return config_dict(config_from_args(WaveNetConfig, args))

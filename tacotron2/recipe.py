@@ -48,9 +48,7 @@ def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
 
 
 def model_config(args: argparse.Namespace) -> dict:
-    config = arg_parser.model_config(args)
-    config["n_symbols"] = TextProcessor(args.text_cleaners).n_symbols
-    return config
+    return arg_parser.model_config(args, n_symbols=TextProcessor(args.text_cleaners).n_symbols)
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:

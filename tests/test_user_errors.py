@@ -222,7 +222,7 @@ SWEEP = {
                                          "--segment-length must be positive"),
     "a HiFi-GAN segment that is no whole number of hops": (
         "train.py", lambda w: train_family(w, "HiFiGAN", "--segment-size", "2000"),
-        "--segment-size (2000) must be a positive multiple of --hop-length (256)"),
+        "--segment-length (2000) must be a positive multiple of --hop-length (256)"),
     "HiFi-GAN mels that were never extracted": (
         "train.py", lambda w: train_family(w, "HiFiGAN", "--input-mels-dir", w.folder),
         "--input-mels-dir"),

@@ -72,10 +72,11 @@ class Manifest:
         return f"{self.path}:{self.line_numbers[index]}"
 
 
-def read_manifest(path: str | Path, sample_rate: int | None = None, *, resample: bool = False,
+def read_manifest(path: str | Path, sampling_rate: int | None = None, *, resample: bool = False,
                   check_audio: bool = True) -> Manifest:
     """Parse a fairseq `.tsv` manifest. With check_audio, every file's header is read (soundfile.info): it must exist,
-    hold the stated number of samples, and be at `sample_rate` Hz unless `resample`. Mistakes name the file and line."""
+    hold the stated number of samples, and be at `sampling_rate` Hz unless `resample`. Mistakes name the file and
+    line."""
     path = Path(path)
     if not path.is_file():
         raise UserFileNotFoundError(f"manifest not found: {path}")
@@ -107,12 +108,12 @@ def read_manifest(path: str | Path, sample_rate: int | None = None, *, resample:
     if check_audio:
         if not root.is_dir():
             raise UserFileNotFoundError(f"{path}:1: the audio root folder {root} does not exist")
-        manifest.sampling_rates = [_check_audio_header(manifest, index, sample_rate, resample)
+        manifest.sampling_rates = [_check_audio_header(manifest, index, sampling_rate, resample)
                                    for index in range(len(entries))]
     return manifest
 
 
-def _check_audio_header(manifest: Manifest, index: int, sample_rate: int | None, resample: bool) -> int:
+def _check_audio_header(manifest: Manifest, index: int, sampling_rate: int | None, resample: bool) -> int:
     audio_path = manifest.audio_path(index)
     if not audio_path.is_file():
         raise UserFileNotFoundError(f"{manifest.source(index)}: audio file not found: {audio_path}")
@@ -124,9 +125,9 @@ def _check_audio_header(manifest: Manifest, index: int, sample_rate: int | None,
     if info.frames != stated:
         raise UserError(f"{manifest.source(index)}: {audio_path} has {info.frames} samples, the manifest says "
                         f"{stated} (regenerate the manifest)")
-    if sample_rate is not None and info.samplerate != sample_rate and not resample:
+    if sampling_rate is not None and info.samplerate != sampling_rate and not resample:
         raise UserError(f"{manifest.source(index)}: {audio_path} is at {info.samplerate} Hz, expected "
-                        f"{sample_rate} Hz (resample the corpus, or pass --resample to resample as it is read)")
+                        f"{sampling_rate} Hz (resample the corpus, or pass --resample to resample as it is read)")
     return int(info.samplerate)
 
 
@@ -194,7 +195,7 @@ class AudioItem(NamedTuple):
 
 
 class AudioDataset(Dataset):
-    """The utterances of a manifest as float32 waveforms at `sample_rate`, with their letter targets when `labels`.
+    """The utterances of a manifest as float32 waveforms at `sampling_rate`, with their letter targets when `labels`.
 
     Items shorter than `min_sample_size` (after resampling) are left out at start-up, with their labels. `sizes` are
     the kept items' lengths; `batching_lengths()` what a max-tokens batch of them costs: capped at
@@ -204,25 +205,25 @@ class AudioDataset(Dataset):
     A validation (or inference) dataset is made with training=False: its random draws always use epoch 0.
     """
 
-    def __init__(self, manifest: Manifest | str | Path, sample_rate: int, *,
+    def __init__(self, manifest: Manifest | str | Path, sampling_rate: int, *,
                  labels: Labels | str | Path | None = None, dictionary: Dictionary | None = None,
                  min_sample_size: int | None = None, max_sample_size: int | None = None, normalize: bool = False,
                  resample: bool = False, seed: int = 0, training: bool = True):
         if not isinstance(manifest, Manifest):
-            manifest = read_manifest(manifest, sample_rate, resample=resample)
+            manifest = read_manifest(manifest, sampling_rate, resample=resample)
         elif not manifest.sampling_rates:
             raise ValueError(f"{manifest.path}: read it with check_audio=True to make a dataset of it")
         if labels is not None and not isinstance(labels, Labels):
             labels = read_labels(manifest, labels)
         if labels is not None and dictionary is None:
             raise ValueError("labels need the dictionary that encodes them")
-        self.manifest, self.sample_rate = manifest, sample_rate
+        self.manifest, self.sampling_rate = manifest, sampling_rate
         self.normalize, self.resample, self.training = normalize, resample, training
         self.max_sample_size, self.seed = max_sample_size, seed
         self.labels, self.dictionary = labels, dictionary
         targets = encode_labels(labels, dictionary) if labels is not None else None
 
-        sizes = [resampled_length(count, rate, sample_rate)
+        sizes = [resampled_length(count, rate, sampling_rate)
                  for (_, count), rate in zip(manifest.entries, manifest.sampling_rates)]
         self.manifest_indices = [index for index, size in enumerate(sizes)
                                  if min_sample_size is None or size >= min_sample_size]
@@ -256,7 +257,7 @@ class AudioDataset(Dataset):
         return self.manifest.audio_path(self.manifest_indices[index])
 
     def load_audio(self, index: int) -> torch.Tensor:
-        return load_wav(self.audio_path(index), self.sample_rate, source=self.source(index), mix_to_mono=True,
+        return load_wav(self.audio_path(index), self.sampling_rate, source=self.source(index), mix_to_mono=True,
                         resample=self.resample, resample_flag="--resample", normalize=self.normalize)
 
     def __getitem__(self, key: int | tuple[int, int]) -> AudioItem:

@@ -14,40 +14,73 @@ Pre-training, in the order data flows (Base sizes):
 Fine-tuning (Wav2Vec2CTC) keeps everything up to the encoder output and adds one Linear to the letter vocabulary.
 
 Module and parameter names are fairseq's (NVIDIA's for the hourglass), so their state dicts load as they are; the
-configuration is a plain dict with fairseq's argument names (BASE_CONFIG). Unlike the reference, every part is
-padding-aware: the first conv layer's GroupNorm takes its statistics over each utterance's own frames, pads are
-zeroed before the positional convolution and the hourglass pooling, and attention never looks at pads, so an
-utterance in a padded batch gets the output it gets alone.
+configuration is a plain dict with fairseq's argument names (Wav2Vec2Config's fields; BASE_CONFIG, its
+defaults). Unlike the reference, every part is padding-aware: the first conv layer's GroupNorm takes its statistics
+over each utterance's own frames, pads are zeroed before the positional convolution and the hourglass pooling, and
+attention never looks at pads, so an utterance in a padded batch gets the output it gets alone.
 """
 from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from common.arguments import flag
 from wav2vec2.masking import compute_mask_indices, conv_output_lengths, sample_negative_indices
 
-BASE_CONFIG = dict(
-    extractor_mode="default",  # "default": GroupNorm on conv layer 0 only; "layer_norm": LayerNorm on every layer
-    conv_feature_layers="[(512, 10, 5)] + [(512, 3, 2)] * 4 + [(512, 2, 2)] * 2",  # (dim, kernel, stride) each
-    conv_bias=False,
-    encoder_layers=12, encoder_embed_dim=768, encoder_ffn_embed_dim=3072, encoder_attention_heads=12,
-    activation_fn="gelu", layer_norm_first=False,
-    dropout=0.1, attention_dropout=0.1, activation_dropout=0.0, dropout_input=0.1, dropout_features=0.1,
-    encoder_layerdrop=0.05, feature_grad_mult=0.1, final_dim=256, logit_temp=0.1,
-    conv_pos=128, conv_pos_groups=16,
-    quantize_targets=True, latent_vars=320, latent_groups=2, latent_dim=0, latent_temp=[2.0, 0.5, 0.999995],
-    num_negatives=100,
-    mask_prob=0.65, mask_length=10, mask_channel_prob=0.0, mask_channel_length=10,
-    hourglass_transformer=None,  # "[n_pre, (n_hourglass, k), n_post]", e.g. "[2,(8,4),2]"; replaces encoder_layers
-    hourglass_resample="naive",  # "naive" (average pool / repeat) or "linear"
-    normalize=False,  # per-utterance waveform normalisation (Large); applied by the data side
-)
+
+@dataclass
+class Wav2Vec2Config:
+    """The model's configuration, Base's sizes by default (fairseq's names, so its files map key for key). Each field
+    is also a flag (wav2vec2/arg_parser.py), whose help this is."""
+    extractor_mode: str = flag("default", "default: GroupNorm on the first conv layer (Base); layer_norm: on every "
+                                          "layer")
+    conv_feature_layers: str = flag("[(512, 10, 5)] + [(512, 3, 2)] * 4 + [(512, 2, 2)] * 2",
+                                    "the conv stack as fairseq writes it: [(dim, kernel, stride), ...]")
+    conv_bias: bool = flag(False, "biases in the conv stack (Large)")
+    encoder_layers: int = flag(12, "transformer layers")
+    encoder_embed_dim: int = flag(768, "transformer width")
+    encoder_ffn_embed_dim: int = flag(3072, "feed-forward width")
+    encoder_attention_heads: int = flag(12, "attention heads")
+    activation_fn: str = flag("gelu", "feed-forward activation (gelu)")
+    layer_norm_first: bool = flag(False, "pre-LN transformer (Large)")
+    dropout: float = flag(0.1, "dropout in the transformer")
+    attention_dropout: float = flag(0.1, "dropout of attention weights")
+    activation_dropout: float = flag(0.0, "dropout after the feed-forward activation")
+    dropout_input: float = flag(0.1, "dropout of the projected features")
+    dropout_features: float = flag(0.1, "dropout of the features the quantizer sees")
+    encoder_layerdrop: float = flag(0.05, "probability of skipping each transformer layer in training")
+    feature_grad_mult: float = flag(0.1, "gradient multiplier of the conv feature extractor (0: frozen)")
+    final_dim: int = flag(256, "dimension of the contrastive projections")
+    logit_temp: float = flag(0.1, "temperature of the contrastive logits")
+    conv_pos: int = flag(128, "positional convolution's kernel")
+    conv_pos_groups: int = flag(16, "positional convolution's groups")
+    quantize_targets: bool = flag(True, "quantize the contrastive targets (every recipe does)")
+    latent_vars: int = flag(320, "codebook entries per group")
+    latent_groups: int = flag(2, "codebook groups")
+    latent_dim: int = flag(0, "codebook vector dimension (0: --final-dim)")
+    latent_temp: list[float] = flag([2.0, 0.5, 0.999995], "Gumbel temperature: start, floor, decay per update",
+                                    nargs=3)
+    num_negatives: int = flag(100, "distractors per masked frame, from the same utterance")
+    mask_prob: float = flag(0.65, "probability of each frame starting a time mask")
+    mask_length: int = flag(10, "frames per time mask")
+    mask_channel_prob: float = flag(0.0, "probability of each channel starting a channel mask (fine-tuning)")
+    mask_channel_length: int = flag(10, "channels per channel mask")
+    hourglass_transformer: str | None = flag(  # replaces encoder_layers
+        None, "e.g. \"[2,(8,4),2]\": 2 layers, 8 at a quarter of the frame rate, 2")
+    hourglass_resample: str = flag("naive", "naive (average / repeat) or linear")
+    normalize: bool = flag(False, "normalise each waveform to zero mean and unit variance (Large); applied by the "
+                                  "data side")
+
+
+BASE_CONFIG = dataclasses.asdict(Wav2Vec2Config())
 
 ACTIVATIONS = {  # fairseq's names; GELU in float32 as fairseq computes it
     "gelu": lambda x: F.gelu(x.float()).type_as(x),
@@ -108,11 +141,12 @@ def parse_hourglass(text) -> tuple[int, int, int, int] | None:
 
 
 def model_config_from(overrides: dict) -> dict:
-    """BASE_CONFIG updated with overrides, checked: unknown keys and bad values raise ValueError naming the key."""
+    """Wav2Vec2Config with overrides, as a dict, checked: unknown keys and bad values raise ValueError naming the
+    key."""
     unknown = sorted(set(overrides) - set(BASE_CONFIG))
     if unknown:
         raise ValueError(f"unknown wav2vec 2.0 model configuration keys: {', '.join(unknown)}")
-    config = dict(BASE_CONFIG, **overrides)
+    config = dataclasses.asdict(Wav2Vec2Config(**overrides))
     parse_conv_feature_layers(config["conv_feature_layers"])
     parse_hourglass(config["hourglass_transformer"])
     choices = {"extractor_mode": ("default", "layer_norm"), "hourglass_resample": ("naive", "linear"),

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from common.arguments import config_dict, config_from_args
 from common.audio import AudioParams
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import DataSplits, Recipe, StepOutput
@@ -71,9 +72,8 @@ def model_config(args: argparse.Namespace) -> dict:
     config = model_config_from({**architecture, **FINETUNE_CONFIG_DEFAULTS, **overrides})
     if not args.apply_mask:
         config.update(mask_prob=0.0, mask_channel_prob=0.0)
-    dictionary = load_dictionary(args)
-    return {**config, "vocab_size": len(dictionary), "final_dropout": args.final_dropout,
-            "freeze_finetune_updates": args.freeze_finetune_updates}
+    ctc_head = config_from_args(arg_parser.CTCHeadConfig, args, vocab_size=len(load_dictionary(args)))
+    return {**config, **config_dict(ctc_head)}
 
 
 def build_model(config: dict) -> nn.Module:

@@ -1,19 +1,30 @@
-"""WaveGlow's flags. The mel channels, hop and window come from the shared audio flags (common.audio.add_audio_args)."""
+"""WaveGlow's flags: WaveGlowConfig (the model's constructor arguments) and the training flags. The mel channels, hop
+and window come from the shared audio flags (common.audio.add_audio_args)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+
+from common.arguments import add_dataclass_args, audio_flag, config_dict, config_from_args, flag
+
+
+@dataclass
+class WaveGlowConfig:
+    """WaveGlow's constructor arguments (waveglow/model.py), saved in every checkpoint as model_config."""
+    n_mel_channels: int = audio_flag("n_mel_channels")
+    flows: int = flag(12, "number of flow steps")
+    groups: int = flag(8, "audio samples squeezed into one vector")
+    early_every: int = flag(4, "flows between early outputs")
+    early_size: int = flag(2, "channels split off at each early output")
+    wn_channels: int = flag(512, "channels of the coupling WaveNet (NVIDIA's waveglow256 checkpoint: 256)")
+    wn_layers: int = flag(8, "layers of the coupling WaveNet")
+    wn_kernel_size: int = flag(3, "kernel of the coupling WaveNet")
+    hop_length: int = audio_flag("hop_length")
+    win_length: int = audio_flag("win_length")
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
-    architecture = parser.add_argument_group("WaveGlow architecture")
-    architecture.add_argument("--flows", type=int, default=12, help="number of flow steps")
-    architecture.add_argument("--groups", type=int, default=8, help="audio samples squeezed into one vector")
-    architecture.add_argument("--early-every", type=int, default=4, help="flows between early outputs")
-    architecture.add_argument("--early-size", type=int, default=2, help="channels split off at each early output")
-    architecture.add_argument("--wn-kernel-size", type=int, default=3, help="kernel of the coupling WaveNet")
-    architecture.add_argument("--wn-channels", type=int, default=512,
-                              help="channels of the coupling WaveNet (NVIDIA's waveglow256 checkpoint: 256)")
-    architecture.add_argument("--wn-layers", type=int, default=8, help="layers of the coupling WaveNet")
+    add_dataclass_args(parser.add_argument_group("WaveGlow architecture"), WaveGlowConfig)
 
     training = parser.add_argument_group("WaveGlow training")
     training.add_argument("--sigma", type=float, default=1.0, help="standard deviation of z in the training loss")
@@ -31,16 +42,4 @@ def config_from_reference(config: dict) -> dict:
 
 
 def model_config(args: argparse.Namespace) -> dict:
-    """WaveGlow's constructor arguments (saved in every checkpoint)."""
-    return {
-        "n_mel_channels": args.n_mel_channels,
-        "flows": args.flows,
-        "groups": args.groups,
-        "early_every": args.early_every,
-        "early_size": args.early_size,
-        "wn_channels": args.wn_channels,
-        "wn_layers": args.wn_layers,
-        "wn_kernel_size": args.wn_kernel_size,
-        "hop_length": args.hop_length,
-        "win_length": args.win_length,
-    }
+    return config_dict(config_from_args(WaveGlowConfig, args))

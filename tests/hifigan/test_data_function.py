@@ -80,9 +80,9 @@ def test_crops_depend_on_seed_epoch_and_item_only_and_short_clips_are_padded(cor
 
 
 def test_segment_size_must_be_whole_hops_and_long_enough_for_the_loss_mel(corpus):
-    with pytest.raises(UserError, match=r"--segment-size \(1000\) must be a positive multiple of --hop-length"):
+    with pytest.raises(UserError, match=r"--segment-length \(1000\) must be a positive multiple of --hop-length"):
         MelAudioCrops(corpus / "list.txt", corpus, PARAMS, 1000)
-    with pytest.raises(UserError, match=r"--segment-size \(512\) must be at least 768"):
+    with pytest.raises(UserError, match=r"--segment-length \(512\) must be at least 768"):
         MelAudioCrops(corpus / "list.txt", corpus, PARAMS, 512)
 
 

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import train
-from common.arguments import parse_args
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_checkpoint
 from common.errors import UserError, exit_on_user_error
@@ -34,7 +33,7 @@ def hifigan_args(corpus, output, *extra: str, batch_size: int | None = None) -> 
 
 
 def parsed(argv: list[str]) -> argparse.Namespace:
-    return parse_args(train.build_parser("HiFiGAN"), argv)
+    return train.parse_run_args(argv)
 
 
 def records(log_file, key: str) -> list[dict]:

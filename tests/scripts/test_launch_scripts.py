@@ -115,7 +115,7 @@ def test_hifigan_platform_scripts_resolve_to_nvidias_global_batch(machine, preci
     assert "-m HiFiGAN --training-files filelists/ljs_audio_text_train_filelist.txt" in command
     assert (args.batch_size, args.grad_accumulation) == HIFIGAN_PLATFORM_VALUES[machine, precision, gpus]
     assert args.batch_size * args.grad_accumulation * gpus == 128
-    assert (args.learning_rate, args.lr_decay, args.epochs, args.segment_size) == (3e-4, 0.9998, 6500, 8192)
+    assert (args.learning_rate, args.lr_decay, args.epochs, args.segment_length) == (3e-4, 0.9998, 6500, 8192)
 
 
 def test_hifigan_training_and_fine_tuning_scripts():

@@ -62,5 +62,5 @@ def test_unknown_flags_and_lr_policies_are_errors(capsys):
     assert "--mask_probb" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse(["--data", "d", "-o", "o", "-lr", "1", "--lr_policy", "cosine"])
-    assert "argument --lr-policy/--lr_policy: invalid choice: 'cosine' (choose from 'poly', 'exp')" in \
+    assert "argument --lr-policy: invalid choice: 'cosine' (choose from 'poly', 'exp')" in \
         capsys.readouterr().err

@@ -1,0 +1,119 @@
+"""common/arguments.py: flags generated from a config dataclass, and NVIDIA's spellings read once for every family."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+
+import pytest
+
+import train
+from common.arguments import (COMPATIBILITY_GROUP, UNDERSCORE_SPELLING, add_dataclass_args, audio_flag, config_dict,
+                              config_from_args, flag, positive_int, read_reference_spellings)
+from common.errors import exit_on_user_error
+from common.registry import RECIPES
+
+
+@dataclass
+class ToyConfig:
+    n_mel_channels: int = audio_flag("n_mel_channels")
+    width: int = flag(16, "channels", type=positive_int)
+    rates: list[int] = flag([2, 4], "one per stage")
+    scale: float | None = flag(None, "None: automatic")
+    mode: str = flag("fast", "how", choices=["fast", "slow"], aliases=["--toy-mode"])
+    off_switch: bool = flag(False, "a switch, off by default")
+    on_switch: bool = flag(True, "a switch, on by default")
+    divisor: int = flag(1, "recorded only when changed", saved_if_changed=True)
+
+
+def toy_parser(**keywords) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    add_dataclass_args(parser.add_argument_group("toy"), ToyConfig, **keywords)
+    parser.add_argument("--n-mel-channels", type=int, default=80)
+    return parser
+
+
+def test_each_field_is_a_flag_with_its_default_type_help_and_aliases():
+    parser = toy_parser()
+    args = parser.parse_args([])
+    assert (args.width, args.rates, args.scale, args.mode, args.off_switch, args.on_switch) == (
+        16, [2, 4], None, "fast", False, True)
+    args = parser.parse_args(["--width", "8", "--rates", "3", "5", "7", "--scale", "0.5", "--toy-mode", "slow",
+                              "--off-switch", "--no-on-switch"])
+    assert (args.width, args.rates, args.scale, args.mode, args.off_switch, args.on_switch) == (
+        8, [3, 5, 7], 0.5, "slow", True, False)
+    assert parser.parse_args([]).rates is not ToyConfig().rates  # a fresh list each time
+    assert "--no-off-switch" not in parser._option_string_actions  # a switch that is off by default has no --no-
+    assert "--n-mel-channels" in parser._option_string_actions and "channels" in parser.format_help()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--width", "0"])  # the field's value checker
+
+
+def test_the_config_is_built_from_the_flags_and_saved_as_a_plain_dict():
+    args = toy_parser().parse_args(["--width", "8", "--n-mel-channels", "40"])
+    config = config_from_args(ToyConfig, args, mode="slow")
+    assert config == ToyConfig(n_mel_channels=40, width=8, mode="slow")
+    assert config_dict(config) == {"n_mel_channels": 40, "width": 8, "rates": [2, 4], "scale": None,
+                                   "mode": "slow", "off_switch": False, "on_switch": True}
+    assert config_dict(ToyConfig(divisor=2))["divisor"] == 2
+
+
+def test_defaults_named_leaves_every_flag_unset_and_says_the_default_in_help():
+    parser = toy_parser(defaults_named="Base")
+    args = parser.parse_args([])
+    assert (args.width, args.rates, args.on_switch, args.off_switch) == (None, None, None, None)
+    assert parser.parse_args(["--off-switch"]).off_switch is True
+    assert parser.parse_args(["--no-on-switch"]).on_switch is False
+    assert "(Base: 16)" in parser.format_help()
+
+
+def test_underscore_spellings_and_renamed_flags_are_read_as_ours_and_values_are_kept():
+    parser = toy_parser()
+    parser.add_argument("--learning-rate", type=float)
+    argv = ["--width", "4", "--toy_mode=slow", "--rates", "1", "2", "--lr", "0.5", "--off_switch", "--no_on_switch",
+            "--scale", "-1"]
+    translated = read_reference_spellings(argv, parser, renamed={"--lr": "--learning-rate"})
+    assert translated == ["--width", "4", "--toy-mode=slow", "--rates", "1", "2", "--learning-rate", "0.5",
+                          "--off-switch", "--no-on-switch", "--scale", "-1"]
+    assert read_reference_spellings(["--learning_rate", "1"], parser, renamed={"--learning_rate": "--lr"}) == [
+        "--learning-rate", "1"]  # a flag of ours is never renamed
+    assert read_reference_spellings(["--widht_x", "1"], parser) == ["--widht_x", "1"]  # left for argparse to refuse
+
+
+@pytest.mark.parametrize("model, argv, destination, value", [
+    ("WaveGlow", ["--segment_length", "8000", "--wn_channels", "256"], "segment_length", 8000),
+    ("HiFiGAN", ["--segment_size", "4096"], "segment_length", 4096),
+    ("HiFiGAN", ["--segment-size", "4096"], "segment_length", 4096),
+    ("HiFiGAN", ["--upsample_initial_channel", "256", "--lr_decay", "0.999"], "lr_decay", 0.999),
+    ("wav2vec2", ["--sample_rate", "8000"], "sampling_rate", 8000),
+    ("wav2vec2", ["--sample-rate", "8000"], "sampling_rate", 8000),
+    ("Tacotron2", ["--decoder_rnn_dim", "512"], "decoder_rnn_dim", 512),
+])
+def test_every_family_reads_nvidias_spellings(model, argv, destination, value, tmp_path, capsys):
+    train.main(["-m", model, "-o", str(tmp_path), "-lr", "1", *argv, "--dry-run"])
+    assert json.loads(capsys.readouterr().out)["args"][destination] == value
+
+
+@pytest.mark.parametrize("model, flag_name", [("HiFiGAN", "--segment_sise"), ("wav2vec2", "--max_tokenz"),
+                                              ("WaveGlow", "--wn_channel")])
+def test_a_misspelt_underscore_flag_is_one_error_line(model, flag_name, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        exit_on_user_error(lambda: train.main(["-m", model, "-o", str(tmp_path), "-lr", "1", flag_name, "1",
+                                               "--dry-run"]))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code == 2 and len(lines) == 1 and f"unrecognized arguments: {flag_name} 1" in lines[0]
+
+
+@pytest.mark.parametrize("model", RECIPES)
+def test_help_says_which_spellings_are_read_for_compatibility(model):
+    help_text = " ".join(train.build_parser(model).format_help().split())
+    assert COMPATIBILITY_GROUP in help_text and UNDERSCORE_SPELLING in help_text
+    if model == "wav2vec2":
+        assert "--lr for --learning-rate" in help_text and "--sample_rate for --sampling-rate" in help_text
+
+
+def test_a_preset_may_name_a_flag_by_its_alias(tmp_path, capsys):
+    preset = tmp_path / "preset.json"
+    preset.write_text(json.dumps({"data": {"segment-size": 4096}}))
+    train.main(["-m", "HiFiGAN", "-o", str(tmp_path), "-lr", "1", "--config-file", str(preset), "--dry-run"])
+    assert json.loads(capsys.readouterr().out)["args"]["segment_length"] == 4096

@@ -13,7 +13,7 @@ demo: setup
 	bash scripts/demo.sh
 
 demo-asr: setup
-	bash scripts/demo_asr.sh
+	bash scripts/wav2vec2/demo_asr.sh
 
 test: setup-test
 	.venv/bin/python -m pytest -q tests

@@ -11,7 +11,7 @@ import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
-from scripts import benchmark_hifigan, report_hifigan_demo
+from scripts.hifigan import benchmark_hifigan, report_hifigan_demo
 from tests.hifigan.test_inference import save_our_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def test_benchmark_rows_and_their_arithmetic(tmp_path):
 
 
 def test_benchmark_script_quick_inference_stage(tmp_path):
-    completed = subprocess.run(["bash", "scripts/benchmark_hifigan.sh", "--quick", "--threads", "1"], cwd=ROOT,
+    completed = subprocess.run(["bash", "scripts/hifigan/benchmark_hifigan.sh", "--quick", "--threads", "1"], cwd=ROOT,
                                capture_output=True, text=True, timeout=300,
                                env={**os.environ, "PYTHON": sys.executable, "STAGES": "inference",
                                     "OUTPUT_DIR": str(tmp_path), "OMP_NUM_THREADS": "1"})

@@ -1,8 +1,8 @@
-"""scripts/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and WaveGlow with its 1x1 layers
-as matrix products gives the audio of WaveGlow as it is."""
+"""scripts/waveglow/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and WaveGlow with its 1x1
+layers as matrix products gives the audio of WaveGlow as it is."""
 from __future__ import annotations
 
-from scripts import benchmark_waveglow_convs
+from scripts.waveglow import benchmark_waveglow_convs
 
 
 def test_matrix_product_waveglow_equals_the_convolutional_one():

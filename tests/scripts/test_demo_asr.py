@@ -1,6 +1,6 @@
-"""scripts/demo_asr.sh (`make demo-asr`): every step end to end in QUICK=1 mode (a tiny corpus and a tiny model), and
-the report it leaves (scripts/report_asr_demo.py). The CER of a 4-update model means nothing: only the fields are
-checked here; what the real demo reaches is in README."""
+"""scripts/wav2vec2/demo_asr.sh (`make demo-asr`): every step end to end in QUICK=1 mode (a tiny corpus and a tiny
+model), and the report it leaves (scripts/wav2vec2/report_asr_demo.py). The CER of a 4-update model means nothing:
+only the fields are checked here; what the real demo reaches is in wav2vec2/RESULTS.md."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_demo(data: Path, output: Path, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "scripts/demo_asr.sh", *flags], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run(["bash", "scripts/wav2vec2/demo_asr.sh", *flags], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHON": sys.executable, "QUICK": "1",
                                             "DATA_DIR": str(data), "OUTPUT_DIR": str(output),
                                             "OMP_NUM_THREADS": "1"})
@@ -75,4 +75,4 @@ def test_make_target_runs_the_script_after_setup():
     completed = subprocess.run(["make", "--no-print-directory", "-n", "demo-asr"], cwd=ROOT, capture_output=True,
                                text=True, timeout=60, env=environment)
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/demo_asr.sh"]
+    assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/wav2vec2/demo_asr.sh"]

@@ -2,7 +2,7 @@
 under NVIDIA's compute-sanitizer.
 
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --error-exitcode 3 \
-        python3 -m scripts.sanitize_nvwavenet [--variants single dual persistent] [--precisions fp32 fp16]
+        python3 -m scripts.nvwavenet.sanitize_nvwavenet [--variants single dual persistent] [--precisions fp32 fp16]
 
 (scripts/gpu_checks.sh runs it under memcheck, racecheck, synccheck and initcheck.) Without PyTorch's caching
 allocator every tensor is its own cudaMalloc, so memcheck sees the true end of each buffer. The model is small

@@ -4,7 +4,7 @@
 #   NUM_GPUS=8 PRECISION=amp|bf16|tf32|fp32 SUBSET=1h|10h|100h|960h \
 #       PRETRAINED_MODEL=./output/wav2vec2_pretrain_base/checkpoint_wav2vec2_last.pt \
 #       OUTPUT_DIR=./output/wav2vec2_finetune_$SUBSET DATA_DIR=data/librispeech_manifests \
-#       scripts/finetune_wav2vec2.sh [train.py flags]
+#       scripts/wav2vec2/finetune_wav2vec2.sh [train.py flags]
 # PRETRAINED_MODEL (--w2v-path) may be ours, NVIDIA's or fairseq's .pt, or a Hugging Face model converted by
 # `python -m wav2vec2.convert --from-hf`. Subsets: 960h train-full-960, 100h train-clean-100 (both from
 # scripts/prepare_librispeech.sh), 10h train-10h and 1h train-1h (Libri-light's limited sets, as NVIDIA's
@@ -15,7 +15,7 @@
 # and/or UPDATE_FREQ choose another split; one that breaks the product is refused (GLOBAL_BATCHES changes it).
 # DRY_RUN=1 prints the command; flags after the script go to train.py and win over the preset's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NUM_GPUS=${NUM_GPUS:-1}
 PRECISION=${PRECISION:-fp32}
 SUBSET=${SUBSET:-960h}

@@ -1,9 +1,9 @@
 """HiFi-GAN generator inference speed: samples/s, real-time factor and measured latency percentiles per
 (preset, batch size, mel frames), weight norm folded away as inference runs it.
 
-    python -m scripts.benchmark_hifigan [--presets v1 v2] [--batch-sizes 1 8 16] [--frames 100 400 800 1200] \
+    python -m scripts.hifigan.benchmark_hifigan [--presets v1 v2] [--batch-sizes 1 8 16] [--frames 100 400 800 1200] \
         [--repeats 10] [--warmup 2] [--cpu] [--threads N] [--with-weight-norm] [--json out.json]
-    python -m scripts.benchmark_hifigan --quick      # a smoke test: v2, batch 1, 100 frames, 2 repeats
+    python -m scripts.hifigan.benchmark_hifigan --quick      # a smoke test: v2, batch 1, 100 frames, 2 repeats
 
 Random weights at the preset's size (the time does not depend on the weights) and a random log mel. Each cell runs
 --warmup untimed calls, then --repeats timed ones; the latency statistics are common.inference_args' (mean, std and

@@ -2,8 +2,8 @@
 # The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (several voices and rates,
 # 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json), then
 # transcribe the held-out sentences (test_sentences: training voices) and the held-out voice (test_voice), and report
-# CER and WER (scripts/report_asr_demo.py: printed, and report.json / report.txt in OUTPUT_DIR).
-#   scripts/demo_asr.sh [extra train.py flags, e.g. --max-updates 400]
+# CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and report.json / report.txt in OUTPUT_DIR).
+#   scripts/wav2vec2/demo_asr.sh [extra train.py flags, e.g. --max-updates 400]
 #   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_asr), NUM_UTTERANCES (2000), CONFIG
 #   (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny corpus and a tiny model, in seconds:
 #   a smoke test, its CER means nothing; defaults then go to data/asr_quick and output/demo_asr_quick).
@@ -11,7 +11,7 @@
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and NUM_UTTERANCES.
 # About 20 minutes on a 2-core CPU (see README); OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
@@ -51,5 +51,5 @@ for split in test_sentences test_voice; do
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
         -o "$OUTPUT_DIR/$split" --save-predictions --quiet
 done
-"$PYTHON" -m scripts.report_asr_demo --output-dir "$OUTPUT_DIR" --data "$DATA_DIR" --checkpoint "$checkpoint" \
+"$PYTHON" -m scripts.wav2vec2.report_asr_demo --output-dir "$OUTPUT_DIR" --data "$DATA_DIR" --checkpoint "$checkpoint" \
     --train-seconds "$train_seconds" --seconds $(( $(date +%s) - start ))

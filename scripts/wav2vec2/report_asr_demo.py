@@ -1,6 +1,6 @@
-"""Summarise an ASR demo run (scripts/demo_asr.sh): CER and WER on the held-out sentences and the held-out voice.
+"""Summarise an ASR demo run (scripts/wav2vec2/demo_asr.sh): CER and WER on held-out sentences and the held-out voice.
 
-    python -m scripts.report_asr_demo --output-dir output/demo_asr --data data/asr [--seconds 1234]
+    python -m scripts.wav2vec2.report_asr_demo --output-dir output/demo_asr --data data/asr [--seconds 1234]
         [--train-seconds 1100] [--target-cer 15]
 
 Reads what the demo's steps wrote into --output-dir: the training log (nvlog.json: updates, epochs, the last

@@ -1,6 +1,6 @@
 """How close a HiFi-GAN's audio comes to the real recordings, next to Griffin-Lim's on the same files.
 
-    python -m scripts.report_hifigan_demo --hifigan output/demo_hifigan/checkpoint_HiFiGAN_last.pt \
+    python -m scripts.hifigan.report_hifigan_demo --hifigan output/demo_hifigan/checkpoint_HiFiGAN_last.pt \
         -d data/synthetic --filelists filelists/synthetic_audio_text_val.txt [--ema] [--griffin-lim-iters 60] \
         [--json report.json]
 

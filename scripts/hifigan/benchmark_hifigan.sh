@@ -2,11 +2,12 @@
 # HiFi-GAN benchmarks: generator inference (v1 and v2, batch 1/8/16, 100-1200 mel frames: samples/s, RTF, measured
 # latency percentiles; weight norm removed, and kept for comparison) and a training step (G + MPD + MSD, segment 8192,
 # batch 4: samples/s, through scripts/benchmark_training.py on the synthetic corpus). CPU by default; DEVICE=gpu.
-#   scripts/benchmark_hifigan.sh [--quick]        # --quick: a smoke test of both (tiny sizes, seconds)
+#   scripts/hifigan/benchmark_hifigan.sh [--quick]        # --quick: a smoke test of both (tiny sizes, seconds)
 #   REPEATS=10 WARMUP=2 ITERATIONS=10 BATCH_SIZE=4 THREADS=N OUTPUT_DIR=output/benchmark DEVICE=cpu|gpu
-#   STAGES="inference training" (either or both); extra flags after the script go to scripts/benchmark_hifigan.py.
+#   STAGES="inference training" (either or both); extra flags after the script go to
+#   scripts/hifigan/benchmark_hifigan.py.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
@@ -33,7 +34,8 @@ if [[ " $STAGES " == *" inference "* ]]; then
     else
         grid=(--repeats "${REPEATS:-10}" --warmup "${WARMUP:-2}" --with-weight-norm)
     fi
-    "$PYTHON" -m scripts.benchmark_hifigan "${grid[@]}" "${device_flag[@]}" ${thread_flag[@]+"${thread_flag[@]}"} \
+    "$PYTHON" -m scripts.hifigan.benchmark_hifigan "${grid[@]}" "${device_flag[@]}" \
+        ${thread_flag[@]+"${thread_flag[@]}"} \
         --json "$OUT/hifigan_inference.json" ${forwarded[@]+"${forwarded[@]}"}
 fi
 

@@ -1,11 +1,13 @@
-"""wav2vec 2.0 benchmarks (scripts/benchmark_wav2vec2.sh and scripts/benchmark_wav2vec2_inference.sh run them).
+"""wav2vec 2.0 benchmarks (scripts/wav2vec2/benchmark_wav2vec2.sh and benchmark_wav2vec2_inference.sh run them).
 
-    python -m scripts.benchmark_wav2vec2 training [--modes pretrain finetune] [--sizes small base] [--factors 1 2 4]
-        [--precision fp32|tf32|bf16|amp] [--cpu] [--max-tokens N] [--num-concat-batches N] [--warmup 2]
-        [--iterations 5] [--data data/wav2vec2_benchmark] [--output output/benchmark/wav2vec2] [--json FILE]
-    python -m scripts.benchmark_wav2vec2 inference [--batch-sizes 1 4 8 16] [--repeats 10] [--precision fp32|bf16|amp]
-        [--cpu] [--hourglass "[2,(8,4),2]"|none] [--output output/benchmark/wav2vec2_inference] [--json FILE]
-    python -m scripts.benchmark_wav2vec2 training|inference --quick    # smoke tests: tiny model, seconds
+    python -m scripts.wav2vec2.benchmark_wav2vec2 training [--modes pretrain finetune] [--sizes small base]
+        [--factors 1 2 4] [--precision fp32|tf32|bf16|amp] [--cpu] [--max-tokens N] [--num-concat-batches N]
+        [--warmup 2] [--iterations 5] [--data data/wav2vec2_benchmark] [--output output/benchmark/wav2vec2]
+        [--json FILE]
+    python -m scripts.wav2vec2.benchmark_wav2vec2 inference [--batch-sizes 1 4 8 16] [--repeats 10]
+        [--precision fp32|bf16|amp] [--cpu] [--hourglass "[2,(8,4),2]"|none]
+        [--output output/benchmark/wav2vec2_inference] [--json FILE]
+    python -m scripts.wav2vec2.benchmark_wav2vec2 training|inference --quick    # smoke tests: tiny model, seconds
 
 **Training**: throughput of pre-training (and CTC fine-tuning) of a small and the Base model, with the Hourglass
 transformer's shortening factors 1 (none), 2 and 4, on a synthetic 16 kHz corpus that it builds if missing.
@@ -50,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLING_RATE = 16000
 LETTERS_PER_SECOND = 15.0  # LibriSpeech's training transcripts: about 15 letters and word boundaries per second
 
@@ -73,7 +75,7 @@ PRECISION_FLAGS = {"fp32": ["--no-tf32"], "tf32": ["--tf32"], "bf16": ["--bf16"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="benchmark wav2vec 2.0 training throughput", allow_abbrev=False,
-                                     prog="python -m scripts.benchmark_wav2vec2 training")
+                                     prog="python -m scripts.wav2vec2.benchmark_wav2vec2 training")
     parser.add_argument("--modes", nargs="+", default=["pretrain"], choices=sorted(PRESETS))
     parser.add_argument("--sizes", nargs="+", default=["small", "base"], choices=sorted(SIZES))
     parser.add_argument("--factors", nargs="+", type=int, default=[1, 2, 4],
@@ -234,7 +236,8 @@ def training(argv: list[str]) -> list[dict]:
                 flags = train_flags(mode, size, factor, options, data, output, max_tokens, concat)
                 result_path = Path(options.output) / f"{mode}_{size}_hourglass{factor}.json"
                 result_path.parent.mkdir(parents=True, exist_ok=True)
-                command = [sys.executable, "-m", "scripts.benchmark_wav2vec2", "cell", "--cell", str(result_path),
+                command = [sys.executable, "-m", "scripts.wav2vec2.benchmark_wav2vec2", "cell",
+                           "--cell", str(result_path),
                            "--warmup", str(options.warmup), "--iterations", str(options.iterations),
                            *(["--threads", str(options.threads)] if options.threads else []), "--", *flags]
                 print(f"== {mode} {size} hourglass factor {factor}", file=sys.stderr, flush=True)
@@ -290,7 +293,7 @@ def print_table(results: list[dict]) -> None:
 
 def build_inference_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="benchmark wav2vec 2.0 speech-to-text latency", allow_abbrev=False,
-                                     prog="python -m scripts.benchmark_wav2vec2 inference")
+                                     prog="python -m scripts.wav2vec2.benchmark_wav2vec2 inference")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8, 16])
     parser.add_argument("--min-seconds", type=float, default=2.0, help="the shortest utterance of a batch")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="the longest utterance of a batch")

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tacotron 2 benchmarks: training mel frames/sec, and text-to-wav inference latency (Griffin-Lim, or WaveGlow when
 # WAVEGLOW=checkpoint is set). Runs on CPU here and on a GPU as is.
-#   scripts/benchmark_tacotron2.sh                         # defaults: demo config, batch 16 training, bs 1 and 4
-#   CONFIG=... BATCH_SIZE=... PRECISION=fp32|bf16|fp16 DEVICE=cpu|gpu ITERATIONS=... REPEATS=... scripts/benchmark_tacotron2.sh
+#   scripts/tacotron2/benchmark_tacotron2.sh               # defaults: demo config, batch 16 training, bs 1 and 4
+#   CONFIG=... BATCH_SIZE=... PRECISION=fp32|bf16|fp16 DEVICE=cpu|gpu ITERATIONS=... REPEATS=...
+#   scripts/tacotron2/benchmark_tacotron2.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-.venv/bin/python}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 DATA_DIR=${DATA_DIR:-data/synthetic}

@@ -3,7 +3,7 @@
 # scripts/pretrain_base.sh: Hourglass [2,(8,4),2], lr 5e-4, 400k updates, 1.4M-sample batches) or
 # configs/wav2vec2_pretrain_large.json (pretrain_large.sh). Manifests come from scripts/prepare_librispeech.sh.
 #   NUM_GPUS=8 PRECISION=amp|bf16|tf32|fp32 MODEL=base|large OUTPUT_DIR=./output/wav2vec2_pretrain_base \
-#       DATA_DIR=data/librispeech_manifests scripts/pretrain_wav2vec2.sh [train.py flags]
+#       DATA_DIR=data/librispeech_manifests scripts/wav2vec2/pretrain_wav2vec2.sh [train.py flags]
 # NVIDIA's global batch on any number of GPUs: GPUs x NUM_CONCAT_BATCHES x UPDATE_FREQ = GLOBAL_BATCHES max-tokens
 # batches per update (64 for Base, 128 for Large). The preset's concatenation is kept (Base 8, Large 1, fewer only
 # where the GPUs leave no room) and the accumulation (--grad-accumulation, NVIDIA's --update_freq) is computed: Base
@@ -11,7 +11,7 @@
 # one that breaks the product is refused (set GLOBAL_BATCHES for another global batch, e.g. 1 for a quick test).
 # DRY_RUN=1 prints the command; flags after the script go to train.py and win over the preset's.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NUM_GPUS=${NUM_GPUS:-1}
 PRECISION=${PRECISION:-fp32}
 MODEL=${MODEL:-base}

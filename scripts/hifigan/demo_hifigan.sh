@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A CPU-sized HiFi-GAN demo (not part of `make demo`): build the synthetic eSpeak NG corpus if missing, train the
 # paper's small generator (v2, with the full MPD and MSD) for a fixed wall-clock budget, then compare its audio with
-# Griffin-Lim's on the validation and test files (mel L1 to the recordings; scripts/report_hifigan_demo.py).
-#   BUDGET_MINUTES=15 scripts/demo_hifigan.sh [extra train.py flags]
+# Griffin-Lim's on the validation and test files (mel L1 to the recordings; scripts/hifigan/report_hifigan_demo.py).
+#   BUDGET_MINUTES=15 scripts/hifigan/demo_hifigan.sh [extra train.py flags]
 #   Environment: BUDGET_MINUTES (15), DATA_DIR (data/synthetic), FILELISTS (filelists), OUTPUT_DIR
 #   (output/demo_hifigan), BATCH_SIZE (4), SEGMENT_SIZE (8192), PYTHON. Use a fresh OUTPUT_DIR per run: the step
 #   counts are totals, so a rerun in the same folder would continue where the last one stopped.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
@@ -47,6 +47,6 @@ for round in 1 2 3 4 5; do
     target=$((trained + more))
 done
 echo "trained $trained steps in $(( $(date +%s) - start )) s (budget ${budget} s)"
-"$PYTHON" -m scripts.report_hifigan_demo --hifigan "$OUTPUT_DIR/checkpoint_HiFiGAN_last.pt" -d "$DATA_DIR" \
+"$PYTHON" -m scripts.hifigan.report_hifigan_demo --hifigan "$OUTPUT_DIR/checkpoint_HiFiGAN_last.pt" -d "$DATA_DIR" \
     --filelists "$FILELISTS/synthetic_audio_text_val.txt" "$FILELISTS/synthetic_audio_text_test.txt" \
     --json "$OUTPUT_DIR/report.json"

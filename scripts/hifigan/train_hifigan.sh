@@ -3,11 +3,12 @@
 # decaying by 0.9998 per epoch, 6500 epochs, segment 8192, batch 16 per GPU on 8 GPUs). platform/*hifigan*.sh are
 # the per-GPU batch sizes and gradient accumulation NVIDIA used per machine (always a global batch of 128).
 #   NUM_GPUS=8 PRECISION=amp|bf16|tf32|fp32 OUTPUT_DIR=./output/hifigan DATA_DIR=data/LJSpeech-1.1 \
-#       scripts/train_hifigan.sh [train.py flags]
+#       scripts/hifigan/train_hifigan.sh [train.py flags]
 #   BATCH_SIZE, GRAD_ACCUMULATION and EPOCHS override the preset's values; DRY_RUN=1 prints the command.
-# Fine-tuning on Tacotron 2's mels afterwards: scripts/extract_gta_mels.sh, then scripts/fine_tune_hifigan.sh.
+# Fine-tuning on Tacotron 2's mels afterwards: scripts/hifigan/extract_gta_mels.sh, then
+# scripts/hifigan/fine_tune_hifigan.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NUM_GPUS=${NUM_GPUS:-1}
 PRECISION=${PRECISION:-fp32}
 OUTPUT_DIR=${OUTPUT_DIR:-./output/hifigan}

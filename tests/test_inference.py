@@ -8,31 +8,12 @@ import soundfile
 import torch
 
 import inference
-import train
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.errors import UserError
 from common.inference_args import latency_statistics
 from common.logger import read_dllogger_file
 from tacotron2.inference import Synthesizer
-from tests.waveglow.test_vocoder import nvidia_checkpoint  # noqa: F401 (a fixture)
-
-TINY = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
-        "--attention-rnn-dim", "32", "--decoder-rnn-dim", "32", "--prenet-dim", "16", "--attention-dim", "8",
-        "--attention-location-n-filters", "4", "--attention-location-kernel-size", "5",
-        "--postnet-embedding-dim", "16", "--postnet-n-convolutions", "2", "--n-frames-per-step", "2",
-        "--max-decoder-steps", "40"]
-
-
-@pytest.fixture(scope="module")
-def tacotron2_checkpoint(synthetic_corpus, tmp_path_factory):
-    output = tmp_path_factory.mktemp("tacotron2")
-    torch.set_num_threads(1)
-    train.main(["-m", "Tacotron2", "-o", str(output), "-d", str(synthetic_corpus.dataset_dir),
-                "--training-files", str(synthetic_corpus.train_filelist),
-                "--validation-files", str(synthetic_corpus.val_filelist), "-lr", "1e-3", "-bs", "8", "--epochs", "1",
-                "--num-workers", "0", "--quiet", "--cpu", *TINY])
-    return output / "checkpoint_Tacotron2_last.pt"
 
 
 @pytest.fixture()

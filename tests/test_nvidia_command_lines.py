@@ -11,7 +11,7 @@ import train
 from common.errors import exit_on_user_error
 from common.reference_flags import COMPATIBILITY_GROUP
 from common.sampler import MaxTokensBatchSampler
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import untrained_checkpoint
 
 COMMAND_LINES = {script: entry for script, entry in

@@ -87,7 +87,7 @@ def workspace(synthetic_corpus, synthetic_asr_corpus, tmp_path_factory):
     """Files with the mistakes in them, and untrained checkpoints of each family, made once for the sweep."""
     from types import SimpleNamespace
 
-    from tests.test_families import run_args
+    from tests.families import run_args
     from tests.training_runs import untrained_checkpoint
 
     folder = tmp_path_factory.mktemp("mistakes")
@@ -143,7 +143,7 @@ def train_tacotron2(w, *extra):
 
 
 def train_family(w, name, *extra):
-    from tests.test_families import run_args
+    from tests.families import run_args
 
     return run_args(name, w.asr if name == "wav2vec2" else w.corpus, w.folder / "run", "--epochs", "1", *extra)
 

@@ -25,7 +25,7 @@ from common.preemption import PREEMPTED_EXIT_CODE
 from common.trainer import Trainer
 from tests.common.toy_recipes import regression_loss, run_ranks_as_processes, toy_args, toy_recipe
 from tests.conftest import REPO_ROOT
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import train_losses
 
 

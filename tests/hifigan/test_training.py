@@ -1,7 +1,7 @@
 """HiFi-GAN through the shared trainer: the D-then-G step with accumulation on 2 gloo ranks equals 1 process on the
 global batch, the EMA generator (started from the generator, saved, resumed, validated), fine-tuning from a
 checkpoint with a learning-rate factor and NVIDIA's --fine_tuning in the base run's folder, the per-epoch decay, and
-bf16. The tiny flags are tests/test_families.py's; its conformance test covers --dry-run, pinned losses with exact
+bf16. The tiny flags are tests/families.py's; tests/test_families.py covers --dry-run, pinned losses with exact
 resume, and 2 ranks of batch B vs 1 of 2B. Also: fine-tuning from NVIDIA's files, --input-mels-dir through train.py,
 and the validation report and sums."""
 import argparse
@@ -22,7 +22,7 @@ from hifigan.arg_parser import GENERATOR_KEYS
 from hifigan.checkpoints import discriminator_state_to_reference, generator_state_to_reference
 from hifigan.model import HiFiGAN
 from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
-from tests.test_families import FAMILIES, run_args, train_on_two_processes
+from tests.families import FAMILIES, run_args, train_on_two_processes
 from tests.training_runs import train_losses
 
 # 3 frames and discriminators at an eighth of their width: enough for what these tests check, and much faster.

@@ -4,7 +4,7 @@ import torch
 
 from nvwavenet.incremental import (conditioning_for_samples, export_inference_weights, generate,
                                    select_by_inverse_cdf, teacher_forced_logits)
-from tests.nvwavenet.test_model import conditioning_impulse_response, tiny_inputs, tiny_model
+from tests.nvwavenet.tiny_wavenet import conditioning_impulse_response, tiny_inputs, tiny_model
 
 
 def naive_full_recompute_logits(weights: dict, conditioning: np.ndarray, samples: np.ndarray,

@@ -5,7 +5,7 @@ import torch
 
 import inference
 import train
-from tests.test_families import FAMILIES
+from tests.families import FAMILIES
 
 TINY_WAVENET = FAMILIES["WaveNet"].flags
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",

@@ -12,7 +12,7 @@ import torch
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
 from scripts.hifigan import benchmark_hifigan, report_hifigan_demo
-from tests.hifigan.test_inference import save_our_checkpoint
+from tests.hifigan.tiny_hifigan import save_our_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,12 +10,11 @@ import torch
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
 from scripts.hifigan import extract_gta_mels
-from tests.test_inference import tacotron2_checkpoint  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_gta_mels_are_frame_aligned_with_their_audio_and_batch_independent(synthetic_corpus, tacotron2_checkpoint,  # noqa: F811
+def test_gta_mels_are_frame_aligned_with_their_audio_and_batch_independent(synthetic_corpus, tacotron2_checkpoint,
                                                                           tmp_path):
     output = tmp_path / "gta"
     completed = subprocess.run(

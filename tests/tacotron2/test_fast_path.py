@@ -22,8 +22,7 @@ from tacotron2.inference import Synthesizer
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import EAGER_STEP_FUNCTIONS, StepwiseLinear
 from tacotron2.recipe import RECIPE
-from tests.tacotron2.test_model import TINY, padded_text, tiny_model, training_batch
-from tests.tacotron2.test_training import iteration_losses, train_args
+from tests.tacotron2.tiny_tacotron2 import TINY, iteration_losses, padded_text, tiny_model, train_args, training_batch
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 

@@ -8,16 +8,7 @@ import torch
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.test_families import run_args
-
-
-def train_args(corpus, output, *extra):
-    return run_args("Tacotron2", corpus, output, "--epochs", "3", *extra)  # the conformance test's tiny Tacotron 2
-
-
-def iteration_losses(log_file):
-    return [(tuple(r["step"]), r["data"]["train_loss"]) for r in read_dllogger_file(log_file)
-            if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 2]
+from tests.tacotron2.tiny_tacotron2 import iteration_losses, train_args
 
 
 def epoch_records(log_file):
@@ -73,6 +64,8 @@ def write_filelist(path, lines):
     ("wavs/a.wav|", r"bad.txt:2: empty transcript"),
     ("wavs/a.wav|   ", r"bad.txt:2: empty transcript"),
 ])
+
+
 def test_bad_filelist_lines_name_the_file_and_line(synthetic_corpus, tmp_path, line, message):
     good = synthetic_corpus.train_filelist.read_text().splitlines()[0]
     filelist = write_filelist(tmp_path / "bad.txt", [good, line])

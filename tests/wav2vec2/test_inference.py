@@ -15,7 +15,7 @@ import inference
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.wav2vec2.test_training import finetune_args
+from tests.wav2vec2.tiny_finetuning import finetune_args
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def test_bad_inputs_are_one_clear_error_naming_the_file(recognizer, synthetic_as
 
 
 def test_a_pretrained_checkpoint_is_refused_with_what_to_do(synthetic_asr_corpus, tmp_path):
-    from tests.test_families import run_args
+    from tests.families import run_args
     train.main(run_args("wav2vec2", synthetic_asr_corpus, tmp_path / "pretrain", "--max-updates", "1"))
     completed = subprocess.run([sys.executable, str(REPO_ROOT / "inference.py"), "-m", "wav2vec2", "--checkpoint",
                                 str(tmp_path / "pretrain" / "checkpoint_wav2vec2_last.pt"), "-i",

@@ -8,18 +8,9 @@ import train
 from common.checkpoint import load_checkpoint
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.test_families import FAMILIES, run_args
+from tests.families import run_args
 from tests.training_runs import check_pinned_losses_and_exact_resume
-
-TINY_ARCHITECTURE = [flag for flag in FAMILIES["wav2vec2"].flags if flag != "pretrain"][:-4]  # no schedule flags
-FINETUNING = ["finetune", *TINY_ARCHITECTURE, "--mask-prob", "0.2", "--mask-channel-prob", "0.1",
-              "--mask-channel-length", "4", "--encoder-layerdrop", "0.0", "--max-updates", "1000"]
-
-
-def finetune_args(corpus, output, *extra):
-    arguments = run_args("wav2vec2", corpus, output, *FINETUNING, *extra)
-    arguments.remove("pretrain")
-    return arguments
+from tests.wav2vec2.tiny_finetuning import finetune_args
 
 
 def test_fine_tuning_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_asr_corpus, tmp_path):

@@ -5,7 +5,7 @@ import argparse
 import torch
 
 from common.checkpoint import save_checkpoint
-from tests.waveglow.test_model import TINY, mel_and_audio, tiny_model
+from tests.waveglow.tiny_waveglow import TINY, mel_and_audio, tiny_model
 from waveglow.recipe import RECIPE
 from waveglow.vocoder import load_vocoder
 

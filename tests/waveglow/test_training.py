@@ -7,7 +7,7 @@ import inference
 import train
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import train_losses
 
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",

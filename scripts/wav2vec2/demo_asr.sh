@@ -9,7 +9,7 @@
 #   a smoke test, its CER means nothing; defaults then go to data/asr_quick and output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and NUM_UTTERANCES.
-# About 20 minutes on a 2-core CPU (see README); OMP_NUM_THREADS=1 is faster where other jobs share the cores.
+# About 20 minutes on a 2-core CPU (see wav2vec2/RESULTS.md); OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then

@@ -39,6 +39,7 @@ def dry_run_output(name: str, corpus, output: Path, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
 def test_dry_run_prints_the_configuration_and_trains_nothing(name, request, tmp_path, capsys):
     family = family_of(name)
@@ -54,6 +55,7 @@ def test_dry_run_prints_the_configuration_and_trains_nothing(name, request, tmp_
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())  # no log, no checkpoint
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
 def test_loss_falls_to_pinned_values_and_resume_is_exact(name, request, tmp_path, capsys):
     family = family_of(name)
@@ -77,6 +79,7 @@ def test_loss_falls_to_pinned_values_and_resume_is_exact(name, request, tmp_path
     assert checkpoint["text"] == (text.to_dict() if text is not None else None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
 def test_two_processes_agree_and_train_as_one_on_the_global_batch(name, request, tmp_path):
     """Rank r takes every second batch of B of the one permutation, and DDP averages the gradients: with a loss that is

@@ -27,6 +27,7 @@ def run(args):
     inference.main([*args, "--quiet", "--cpu", "--griffin-lim-iters", "2"])
 
 
+@pytest.mark.slow
 def test_one_wav_per_line_named_by_line_number(tacotron2_checkpoint, phrases, tmp_path):
     out = tmp_path / "out"
     run(["-i", str(phrases), "-o", str(out), "--tacotron2", str(tacotron2_checkpoint), "--save-alignments"])
@@ -43,6 +44,7 @@ def test_one_wav_per_line_named_by_line_number(tacotron2_checkpoint, phrases, tm
     assert records[0]["real_time_factor"] > 0
 
 
+@pytest.mark.slow
 def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_path):
     run(["-i", str(phrases), "-o", str(tmp_path / "batched"), "--tacotron2", str(tacotron2_checkpoint),
          "--batch-size", "3", "--seed", "5"])
@@ -127,6 +129,7 @@ def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tm
         run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
 
 
+@pytest.mark.slow
 def test_nvidia_format_checkpoints_synthesize_end_to_end(nvidia_checkpoint, tmp_path):
     """Files as NVIDIA's train.py writes them (config, DDP prefix, legacy weight norm, no audio or text settings of
     ours): inference.py builds both models from their configs and falls back to NVIDIA's front-end defaults."""
@@ -165,6 +168,7 @@ def test_the_command_line_without_m_is_tacotron2(tacotron2_checkpoint, phrases, 
     assert inference.build_parser().parse_args(arguments + ["-o", "x"]).model_name == "Tacotron2"
 
 
+@pytest.mark.slow
 def test_vocoder_by_name_equals_vocoder_by_checkpoint_flag(tacotron2_checkpoint, nvidia_checkpoint, phrases,
                                                            tmp_path):
     waveglow, _ = nvidia_checkpoint
@@ -214,6 +218,7 @@ def test_each_model_takes_its_own_flags(capsys):
         assert complaint in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_mel_to_wav_mode_gives_the_audio_of_text_to_wav(tacotron2_checkpoint, nvidia_checkpoint, phrases, tmp_path):
     """-m WaveGlow on the mels that text-to-wav saved (--save-mels, one utterance per batch) gives the same wavs."""
     waveglow, _ = nvidia_checkpoint

@@ -36,6 +36,7 @@ def filled(value, placeholders: dict):
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", COMMAND_LINES)
 def test_nvidias_command_line_is_accepted_and_means_what_it_means_there(script, placeholders, capsys):
     entry = COMMAND_LINES[script]

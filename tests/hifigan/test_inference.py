@@ -248,6 +248,7 @@ def phrases(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):
     save_our_checkpoint(tmp_path / "h.pt")
     for name, vocoder_flags in (("own_flag", ["--hifigan", str(tmp_path / "h.pt"), "-d", "0.005", "--batch-size", "1"]),

@@ -36,6 +36,7 @@ def naive_full_recompute_logits(weights: dict, conditioning: np.ndarray, samples
     return np.stack(logits, axis=1)  # (A, T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", [{}, {"upsampling": "repeat", "embedding_tanh": False}])
 def test_incremental_equals_forward_and_naive_fp64(overrides):
     model = tiny_model(**overrides)

@@ -56,6 +56,7 @@ def case_id(case) -> str:
     return f"{variant}-{precision}-R{R}S{S}A{A}-L{L}-B{B}x{per_block}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_teacher_forced_activations_and_logits_match_fp64(case):
     variant, precision, R, S, A, L, max_dilation, B, per_block, T, chunk, output_blocks = case
@@ -104,6 +105,7 @@ def test_free_running_generation_matches_fp64_driven_by_the_kernels_own_samples(
     assert len(set(run.classes.flatten().tolist())) > 5  # it really samples, not a constant
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["single", "dual", "persistent"])
 def test_chunking_does_not_change_a_bit(variant):
     exported = random_export(32, 64, 64, 4, 4, seed=5)

@@ -32,6 +32,7 @@ def test_benchmark_rows_and_their_arithmetic(tmp_path):
     assert json.loads((tmp_path / "b.json").read_text())["hifigan_inference"] == results
 
 
+@pytest.mark.slow
 def test_benchmark_script_quick_inference_stage(tmp_path):
     completed = subprocess.run(["bash", "scripts/hifigan/benchmark_hifigan.sh", "--quick", "--threads", "1"], cwd=ROOT,
                                capture_output=True, text=True, timeout=300,

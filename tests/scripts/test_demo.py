@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import TINY_TACOTRON2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +24,7 @@ def run_demo(corpus, output: Path, asr_checkpoint: Path) -> subprocess.Completed
                            "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus, recognizer_checkpoint,
                                                                tmp_path):
     output = tmp_path / "demo"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import train
 from wav2vec2.model import parse_conv_feature_layers
 
@@ -22,6 +24,7 @@ def run_demo(data: Path, output: Path, *flags: str) -> subprocess.CompletedProce
                                             "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     data, output = tmp_path / "asr", tmp_path / "demo"
     completed = run_demo(data, output)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
@@ -14,6 +15,7 @@ from scripts.hifigan import extract_gta_mels
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_gta_mels_are_frame_aligned_with_their_audio_and_batch_independent(synthetic_corpus, tacotron2_checkpoint,
                                                                           tmp_path):
     output = tmp_path / "gta"

@@ -51,6 +51,7 @@ def test_scores_per_file_and_overall_against_hand_computed_edits():
     assert (overall["words"], overall["chars"]) == (8, 42)
 
 
+@pytest.mark.slow
 def test_transcribes_synthesized_wavs_at_any_rate_and_scores_them(synthetic_asr_corpus, recognizer_checkpoint,
                                                                   tmp_path):
     wavs = synthesized_wavs(synthetic_asr_corpus, tmp_path / "wavs", [1, 3])

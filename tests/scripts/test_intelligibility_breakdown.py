@@ -15,6 +15,7 @@ from scripts.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
 from tests.hifigan.tiny_hifigan import save_our_checkpoint
 
 
+@pytest.mark.slow
 def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_checkpoint,
                                                    tacotron2_checkpoint, tmp_path):
     torch.set_num_threads(1)

@@ -205,6 +205,7 @@ def test_platform_file_launches_the_script_with_its_gpus_and_precision(script):
 # ---- a preset actually trains ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_presets_train_a_tiny_model_through_the_scripts(synthetic_asr_corpus, tmp_path):
     """Each script's command, run by train.py for 2 updates with the tiny architecture over the preset's: the
     pre-training recipe, then the 10h fine-tuning recipe from its checkpoint (encoder frozen for 10k updates)."""
@@ -249,6 +250,7 @@ def run_benchmark(script, tmp_path):
     return completed.stdout
 
 
+@pytest.mark.slow
 def test_training_benchmark_quick(tmp_path):
     printed = run_benchmark("scripts/wav2vec2/benchmark_wav2vec2.sh", tmp_path)
     assert "| pretrain | 3 x 32 (smoke test) | [1,(1,2),1] |" in printed
@@ -261,6 +263,7 @@ def test_training_benchmark_quick(tmp_path):
         assert row["speed_up"] == pytest.approx(row["frames_per_sec"] / rows[0]["frames_per_sec"])
 
 
+@pytest.mark.slow
 def test_inference_benchmark_quick(tmp_path):
     printed = run_benchmark("scripts/wav2vec2/benchmark_wav2vec2_inference.sh", tmp_path)
     assert "| batch | audio | repeats | latency p50 |" in printed
@@ -274,6 +277,7 @@ def test_inference_benchmark_quick(tmp_path):
     assert checkpoint["model_config"]["vocab_size"] == len(checkpoint["text"]["symbols"]) == 32
 
 
+@pytest.mark.slow
 def test_the_inference_benchmarks_model_is_base_sized(tmp_path):
     from scripts.wav2vec2.benchmark_wav2vec2 import save_random_ctc_checkpoint
 

@@ -224,6 +224,7 @@ def test_bad_lengths_are_clear_errors():
         model(batch["text"], batch["text_lengths"], batch["mel"], torch.tensor([9, 5]))
 
 
+@pytest.mark.slow
 def test_tiny_model_overfits_one_batch():
     model = tiny_model(seed=1)
     batch = training_batch([5, 8], [20, 24])

@@ -16,6 +16,7 @@ def epoch_records(log_file):
             if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 1 and "train_loss" in r["data"]]
 
 
+@pytest.mark.slow
 def test_mid_epoch_checkpoint_resumes_exactly(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(train_args(synthetic_corpus, tmp_path / "straight", "--epochs", "2"))
@@ -93,6 +94,7 @@ def test_resuming_from_another_models_checkpoint_is_refused(synthetic_corpus, tm
                               str(tmp_path / "waveglow.pt")))
 
 
+@pytest.mark.slow
 def test_resuming_with_other_model_flags_is_refused(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(train_args(synthetic_corpus, tmp_path / "run", "--epochs", "1"))
@@ -101,6 +103,7 @@ def test_resuming_with_other_model_flags_is_refused(synthetic_corpus, tmp_path):
                               "--prenet-dim", "16"))
 
 
+@pytest.mark.slow
 def test_tensorboard_gets_losses_learning_rate_images_and_audio(synthetic_corpus, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -16,6 +16,7 @@ from waveglow.model import WaveGlow
 # Shapes and sizes
 
 
+@pytest.mark.slow
 def test_forward_and_infer_shapes():
     model = tiny_model()
     mel, audio = mel_and_audio()
@@ -72,6 +73,7 @@ def test_bad_configurations_are_named(overrides, message):
         WaveGlow(**{**TINY, **overrides})
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_named():
     model = tiny_model()
     mel, audio = mel_and_audio()
@@ -173,6 +175,7 @@ def test_infer_follows_an_optimizer_step():
     assert torch.allclose(after, fresh_infer(model, mel), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_infer_follows_load_state_dict():
     model = tiny_model(seed=0)
     mel, _ = mel_and_audio()

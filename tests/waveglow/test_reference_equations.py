@@ -25,6 +25,7 @@ def mel(batch_size=2, frames=6):
     return torch.randn(batch_size, CONFIG["n_mel_channels"], frames, generator=torch.Generator().manual_seed(7))
 
 
+@pytest.mark.slow
 def test_sigma_zero_gives_the_reference_audio(checkpoint_and_model):
     sd, model = checkpoint_and_model
     spect = mel()
@@ -60,6 +61,7 @@ def test_after_weight_norm_removal_the_audio_is_unchanged(checkpoint_and_model):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_denoiser_matches_the_reference(checkpoint_and_model):
     sd, model = checkpoint_and_model
     torch.manual_seed(5)

@@ -40,6 +40,7 @@ def test_a_channel_flag_that_contradicts_the_file_is_refused(nvidia_checkpoint):
     assert load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu")).model.WN[0].n_channels == 8
 
 
+@pytest.mark.slow
 def test_bare_weights_take_the_architecture_from_the_flags(nvidia_checkpoint, tmp_path):
     _, state_dict = nvidia_checkpoint
     path = tmp_path / "weights_only.pt"
@@ -64,6 +65,7 @@ def test_an_unreadable_nvidia_config_names_the_file(nvidia_checkpoint, tmp_path)
         load_vocoder(str(path), vocoder_args(), torch.device("cpu"))
 
 
+@pytest.mark.slow
 def test_weights_saved_after_weight_norm_removal_give_the_same_audio(nvidia_checkpoint, tmp_path):
     """NVIDIA's inference removes weight norm after loading, and users save that model's state dict: one plain
     `weight` per convolution instead of weight_g/weight_v. It loads, and gives the original's audio for a seed."""

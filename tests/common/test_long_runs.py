@@ -250,6 +250,7 @@ def test_a_broken_file_on_one_of_two_ranks_ends_both_and_neither_hangs(tmp_path)
 # ---- diverging runs ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_max_skipped_steps_ends_a_diverged_run_naming_the_last_checkpoint(tmp_path):
     def diverging_from_step_7(model, batch, args):
         output = regression_loss(model, batch, args)
@@ -284,6 +285,7 @@ def test_a_finite_loss_with_a_non_finite_gradient_is_skipped_not_applied(tmp_pat
         assert torch.isfinite(trainer.model.weight).all()
 
 
+@pytest.mark.slow
 def test_val_interval_epochs_checkpoint_only_at_the_end_no_save_and_the_benchmark_figure(tmp_path):
     Trainer(toy_recipe(), toy_args(tmp_path / "a", "--epochs", "5", "--val-interval-epochs", "2",
                                    "--epochs-per-checkpoint", "0", "--benchmark-epochs-num", "2")).train()

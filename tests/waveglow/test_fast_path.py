@@ -46,6 +46,7 @@ def test_compiled_couplings_equal_eager_in_training_and_inference():
                                    **TOLERANCE)
 
 
+@pytest.mark.slow
 def test_compile_flag_compiles_the_vocoder_and_the_training_model(tmp_path):
     model = tiny_model(n_mel_channels=80)
     path = tmp_path / "waveglow.pt"

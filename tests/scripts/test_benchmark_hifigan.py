@@ -1,5 +1,5 @@
-"""scripts/benchmark_hifigan (tiny sizes only: a smoke test of the numbers' bookkeeping, not a measurement) and the
-HiFi-GAN demo's report (HiFi-GAN vs Griffin-Lim mel L1)."""
+"""scripts/hifigan/benchmark_hifigan (tiny sizes only: a smoke test of the numbers' bookkeeping, not a measurement)
+and the HiFi-GAN demo's report (HiFi-GAN vs Griffin-Lim mel L1)."""
 import json
 import os
 import subprocess

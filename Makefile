@@ -1,7 +1,8 @@
 # make demo  -- builds the synthetic corpus, trains a small Tacotron 2 on CPU, synthesizes phrases/phrase.txt
 # make demo-asr -- builds the eSpeak NG ASR corpus, trains a small wav2vec 2.0 CTC model on CPU, reports CER/WER
 # make test  -- runs the test suite
-.PHONY: setup setup-test demo demo-asr test
+# make test-fast -- runs the tests not marked slow (a couple of minutes)
+.PHONY: setup setup-test demo demo-asr test test-fast
 
 setup:
 	bash scripts/setup.sh
@@ -13,7 +14,10 @@ demo: setup
 	bash scripts/demo.sh
 
 demo-asr: setup
-	bash scripts/demo_asr.sh
+	bash scripts/wav2vec2/demo_asr.sh
 
 test: setup-test
 	.venv/bin/python -m pytest -q tests
+
+test-fast: setup-test
+	.venv/bin/python -m pytest -q -m "not slow" tests

@@ -34,7 +34,7 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
                        help="benchmark mode: synthesize the first batch N times and report latency statistics")
     group.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                        help="torch.compile the model's hot loops (Tacotron 2's decoder step, WaveGlow's coupling "
-                            "networks; README says what pays where). The first batch pays the compile time")
+                            "networks; tacotron2/RESULTS.md: what pays where). The first batch pays the compile time")
     group.add_argument("--quiet", action="store_true")
 
 

@@ -7,8 +7,8 @@ as WaveNet's): mel frame k of a crop is centred on the crop's sample k * hop and
 
 For fine-tuning on an acoustic model's own mels (--input-mels-dir), the input mel is read from `<stem>.pt` or
 `<stem>.npy` (n_mel_channels, frames) instead, frame-aligned with the wav (teacher-forced, as
-scripts/extract_gta_mels.sh writes them); the audio stays the ground truth. The mel the loss compares is computed
-from the audio in hifigan/loss_function.py.
+scripts/hifigan/extract_gta_mels.sh writes them); the audio stays the ground truth. The mel the loss compares is
+computed from the audio in hifigan/loss_function.py.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class InputMels:
             if candidate.is_file():
                 return candidate
         raise UserFileNotFoundError(f"--input-mels-dir {self.directory}: no {wav.stem}.pt or {wav.stem}.npy for "
-                                    f"{wav} (extract the mels with scripts/extract_gta_mels.sh)")
+                                    f"{wav} (extract the mels with scripts/hifigan/extract_gta_mels.sh)")
 
     def load(self, wav: Path, num_samples: int) -> torch.Tensor:
         path = self.path_for(wav)

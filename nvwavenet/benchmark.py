@@ -1,6 +1,6 @@
 """Inference speed of nv-wavenet: every kernel variant and precision on a GPU, and the CPU incremental path.
 
-    python -m nvwavenet.benchmark --output nvwavenet_benchmark.json        (or scripts/benchmark_nvwavenet.sh)
+    python -m nvwavenet.benchmark --output nvwavenet_benchmark.json        (or scripts/nvwavenet/benchmark_nvwavenet.sh)
 
 For the "medium" (R64, S128, 20 layers) and "large" (R64, S256, 40 layers) models (A = 256, random weights: speed
 does not depend on them) it measures, per variant and precision:

@@ -30,14 +30,14 @@ case "$machine" in DGX1|DGXA100|DGXH100) ;; *) echo "unknown machine '$machine'"
 case "$ngpu" in ''|*[!0-9]*) echo "NGPU must be a number, got '$ngpu'" >&2; exit 2 ;; esac
 
 # wav2vec 2.0 (MODEL wav2vec2-pretrain or wav2vec2-finetune; NVIDIA publishes DGX A100 runs on 1, 4 and 8 GPUs):
-# scripts/pretrain_wav2vec2.sh and scripts/finetune_wav2vec2.sh hold the recipe and split NVIDIA's global batch by
-# the GPU count, GPUs x concatenated x accumulated max-tokens batches per update:
+# scripts/wav2vec2/pretrain_wav2vec2.sh and scripts/wav2vec2/finetune_wav2vec2.sh hold the recipe and split NVIDIA's
+# global batch by the GPU count, GPUs x concatenated x accumulated max-tokens batches per update:
 #   pre-training (64): 1 GPU 8 x 8, 4 GPUs 8 x 2, 8 GPUs 8 x 1; fine-tuning (8): 1 GPU 8 x 1, 4 GPUs 2 x 1, 8 GPUs 1 x 1
 # Their environment applies: DATA_DIR (the manifests), OUTPUT_DIR, MODEL=base|large, SUBSET=1h|10h|100h|960h,
 # PRETRAINED_MODEL, NUM_CONCAT_BATCHES, UPDATE_FREQ.
 case "$model" in
     wav2vec2-pretrain|wav2vec2-finetune)
-        NUM_GPUS=$ngpu PRECISION=${precision,,} exec bash "scripts/${model#wav2vec2-}_wav2vec2.sh" "$@" ;;
+        NUM_GPUS=$ngpu PRECISION=${precision,,} exec bash "scripts/wav2vec2/${model#wav2vec2-}_wav2vec2.sh" "$@" ;;
 esac
 
 case "$model" in

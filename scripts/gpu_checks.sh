@@ -8,8 +8,8 @@
 #   build      compile the nvwavenet CUDA extension (cached afterwards)             -> build.log
 #   test       the GPU tests (tests/nvwavenet/test_kernels_gpu.py and test_benchmark.py)  -> test.log
 #   sanitize   compute-sanitizer memcheck, racecheck, synccheck and initcheck over one short generation of every
-#              kernel variant in fp32 and fp16 (scripts/sanitize_nvwavenet.py)   -> sanitize_<tool>.log
-#   nvwavenet  scripts/benchmark_nvwavenet.sh: medium and large, every variant and precision, batch 1, the
+#              kernel variant in fp32 and fp16 (scripts/nvwavenet/sanitize_nvwavenet.py)   -> sanitize_<tool>.log
+#   nvwavenet  scripts/nvwavenet/benchmark_nvwavenet.sh: medium and large, every variant and precision, batch 1, the
 #              real-time batch search at 16 and 24 kHz, and "auto"'s pick          -> nvwavenet_benchmark.json
 #   corpus     the synthetic eSpeak NG corpus the training stages read (into $WORK_DIR/synthetic)
 #   training   training throughput (scripts/benchmark_training.py) of Tacotron 2 and WaveGlow in TF32, --amp and
@@ -19,8 +19,8 @@
 #              NVIDIA's sizes, 600 frames per utterance                             -> pipeline.jsonl
 #   trainer    the shared trainer's whole loop on CUDA through train.py: Tacotron 2 with --amp by updates (validation
 #              and checkpoints every N updates), stopped and resumed; the two curves are compared -> trainer_resume.json
-#   hifigan    scripts/benchmark_hifigan.sh on the GPU (generator inference grid, training step at batch 16 in TF32,
-#              then --amp and --bf16), and HIFIGAN_UPDATES updates of HiFi-GAN with --amp through train.py (two
+#   hifigan    scripts/hifigan/benchmark_hifigan.sh on the GPU (generator inference grid, training step at batch 16 in
+#              TF32, then --amp and --bf16), and HIFIGAN_UPDATES updates of HiFi-GAN with --amp through train.py (two
 #              loss scalers): non-finite losses and skipped steps              -> hifigan_*.json
 #
 # Environment:
@@ -115,7 +115,7 @@ stage_sanitize() {
         echo "== compute-sanitizer --tool $tool"
         # Without PyTorch's caching allocator each tensor is its own allocation, so memcheck sees its true end.
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 5 "${T_SANITIZER_TOOL:-120}" compute-sanitizer --tool "$tool" \
-            --error-exitcode 3 --print-limit 30 "$PYTHON" -m scripts.sanitize_nvwavenet \
+            --error-exitcode 3 --print-limit 30 "$PYTHON" -m scripts.nvwavenet.sanitize_nvwavenet \
             >"$LOG_DIR/sanitize_$tool.log" 2>&1
         local rc=$?
         tail -n 12 "$LOG_DIR/sanitize_$tool.log"
@@ -126,7 +126,7 @@ stage_sanitize() {
 }
 
 stage_nvwavenet() {
-    PYTHON=$PYTHON bash scripts/benchmark_nvwavenet.sh --gpu-samples "${NVW_SAMPLES:-8192}" \
+    PYTHON=$PYTHON bash scripts/nvwavenet/benchmark_nvwavenet.sh --gpu-samples "${NVW_SAMPLES:-8192}" \
         --max-batch "${NVW_MAX_BATCH:-512}" --output "$LOG_DIR/nvwavenet_benchmark.json"
 }
 
@@ -217,7 +217,7 @@ stage_hifigan() {
     local status=0 precision
     DEVICE=gpu PYTHON=$PYTHON DATA_DIR="$DATA" FILELISTS="$DATA/filelists" OUTPUT_DIR="$LOG_DIR" BATCH_SIZE=16 \
         REPEATS=${HIFIGAN_REPEATS:-10} WARMUP=3 ITERATIONS=${TRAIN_ITERATIONS:-20} \
-        bash scripts/benchmark_hifigan.sh || status=1
+        bash scripts/hifigan/benchmark_hifigan.sh || status=1
     for precision in amp bf16; do
         echo "== HiFi-GAN training step, --$precision, batch 16"
         timeout -k 5 "${T_TRAINING_RUN:-120}" "$PYTHON" -m scripts.benchmark_training --warmup 3 \

@@ -26,7 +26,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--disable-uniform-initialize-bn-weight", action="store_true",
                         help="keep PyTorch's BatchNorm weight init instead of NVIDIA's U(0, 1)")
     parser.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=True,
-                        help="the decoder loop rearranged for speed (README: Speed), equal to "
+                        help="the decoder loop rearranged for speed (tacotron2/README.md), equal to "
                              "rounding (tacotron2/model.py: Decoder.forward_fast); --no-fast-decoder: NVIDIA's "
                              "loop as it is written; --compile implies it")
 

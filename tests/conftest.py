@@ -1,4 +1,5 @@
-"""Shared test setup: the repository root on sys.path, and a tiny eSpeak NG corpus built once per session."""
+"""Shared test setup: the repository root on sys.path, the tiny eSpeak NG corpora built once per session, and the
+small checkpoints that tests of several folders read (a Tacotron 2 trained for an epoch, NVIDIA's WaveGlow format)."""
 from __future__ import annotations
 
 import sys
@@ -70,3 +71,56 @@ def synthetic_asr_corpus(tmp_path_factory) -> SyntheticAsrCorpus:
                               valid=summary.manifests["valid"], test_sentences=summary.manifests["test_sentences"],
                               test_voice=summary.manifests["test_voice"], dictionary=summary.dictionary,
                               sampling_rate=16000)
+
+
+# A small WaveGlow in NVIDIA's training-checkpoint format (tests/waveglow/test_vocoder.py, tests/test_inference.py).
+# Its architecture is not the flag defaults, so only the file's config can build it. 80 mel channels: the vocoder's
+# audio parameters are the defaults for a file without ours.
+NVIDIA_WAVEGLOW_ARCHITECTURE = dict(n_mel_channels=80, flows=4, groups=8, early_every=2, early_size=2, wn_channels=8,
+                                    wn_layers=2, wn_kernel_size=3, hop_length=256, win_length=1024)
+NVIDIA_WAVEGLOW_CONFIG = {"n_mel_channels": 80, "n_flows": 4, "n_group": 8, "n_early_every": 2, "n_early_size": 2,
+                          "WN_config": {"n_layers": 2, "kernel_size": 3, "n_channels": 8}}
+
+
+@pytest.fixture(scope="module")
+def nvidia_checkpoint(tmp_path_factory):
+    """NVIDIA's WaveGlow training checkpoint of NVIDIA_WAVEGLOW_ARCHITECTURE, random weights: (its path, state dict)."""
+    import torch
+
+    from tests.waveglow.reference_equations import legacy_state_dict
+
+    state_dict = legacy_state_dict(NVIDIA_WAVEGLOW_ARCHITECTURE, seed=4)
+    parameter = torch.nn.Parameter(torch.zeros(3))
+    optimizer = torch.optim.Adam([parameter])
+    parameter.grad = torch.ones(3)
+    optimizer.step()
+    path = tmp_path_factory.mktemp("nvidia") / "checkpoint_WaveGlow_1000.pt"
+    torch.save({"epoch": 1000, "cuda_rng_state_all": torch.zeros(2, 16, dtype=torch.uint8),
+                "random_rng_states_all": torch.zeros(2, 5056, dtype=torch.uint8), "config": NVIDIA_WAVEGLOW_CONFIG,
+                "state_dict": state_dict, "optimizer": optimizer.state_dict(),
+                "scaler": torch.amp.GradScaler("cpu").state_dict()}, path)
+    return path, state_dict
+
+
+# A Tacotron 2 small enough to train an epoch in seconds (tests/test_inference.py, the HiFi-GAN and scripts tests).
+TINY_TACOTRON2 = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
+                  "--attention-rnn-dim", "32", "--decoder-rnn-dim", "32", "--prenet-dim", "16", "--attention-dim", "8",
+                  "--attention-location-n-filters", "4", "--attention-location-kernel-size", "5",
+                  "--postnet-embedding-dim", "16", "--postnet-n-convolutions", "2", "--n-frames-per-step", "2",
+                  "--max-decoder-steps", "40"]
+
+
+@pytest.fixture(scope="module")
+def tacotron2_checkpoint(synthetic_corpus, tmp_path_factory):
+    """TINY_TACOTRON2 trained for one epoch on the synthetic corpus: its last checkpoint."""
+    import torch
+
+    import train
+
+    output = tmp_path_factory.mktemp("tacotron2")
+    torch.set_num_threads(1)
+    train.main(["-m", "Tacotron2", "-o", str(output), "-d", str(synthetic_corpus.dataset_dir),
+                "--training-files", str(synthetic_corpus.train_filelist),
+                "--validation-files", str(synthetic_corpus.val_filelist), "-lr", "1e-3", "-bs", "8", "--epochs", "1",
+                "--num-workers", "0", "--quiet", "--cpu", *TINY_TACOTRON2])
+    return output / "checkpoint_Tacotron2_last.pt"

@@ -8,31 +8,12 @@ import soundfile
 import torch
 
 import inference
-import train
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.errors import UserError
 from common.inference_args import latency_statistics
 from common.logger import read_dllogger_file
 from tacotron2.inference import Synthesizer
-from tests.waveglow.test_vocoder import nvidia_checkpoint  # noqa: F401 (a fixture)
-
-TINY = ["--symbols-embedding-dim", "32", "--encoder-embedding-dim", "32", "--encoder-n-convolutions", "1",
-        "--attention-rnn-dim", "32", "--decoder-rnn-dim", "32", "--prenet-dim", "16", "--attention-dim", "8",
-        "--attention-location-n-filters", "4", "--attention-location-kernel-size", "5",
-        "--postnet-embedding-dim", "16", "--postnet-n-convolutions", "2", "--n-frames-per-step", "2",
-        "--max-decoder-steps", "40"]
-
-
-@pytest.fixture(scope="module")
-def tacotron2_checkpoint(synthetic_corpus, tmp_path_factory):
-    output = tmp_path_factory.mktemp("tacotron2")
-    torch.set_num_threads(1)
-    train.main(["-m", "Tacotron2", "-o", str(output), "-d", str(synthetic_corpus.dataset_dir),
-                "--training-files", str(synthetic_corpus.train_filelist),
-                "--validation-files", str(synthetic_corpus.val_filelist), "-lr", "1e-3", "-bs", "8", "--epochs", "1",
-                "--num-workers", "0", "--quiet", "--cpu", *TINY])
-    return output / "checkpoint_Tacotron2_last.pt"
 
 
 @pytest.fixture()
@@ -46,6 +27,7 @@ def run(args):
     inference.main([*args, "--quiet", "--cpu", "--griffin-lim-iters", "2"])
 
 
+@pytest.mark.slow
 def test_one_wav_per_line_named_by_line_number(tacotron2_checkpoint, phrases, tmp_path):
     out = tmp_path / "out"
     run(["-i", str(phrases), "-o", str(out), "--tacotron2", str(tacotron2_checkpoint), "--save-alignments"])
@@ -62,6 +44,7 @@ def test_one_wav_per_line_named_by_line_number(tacotron2_checkpoint, phrases, tm
     assert records[0]["real_time_factor"] > 0
 
 
+@pytest.mark.slow
 def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_path):
     run(["-i", str(phrases), "-o", str(tmp_path / "batched"), "--tacotron2", str(tacotron2_checkpoint),
          "--batch-size", "3", "--seed", "5"])
@@ -146,6 +129,7 @@ def test_vocoder_with_other_audio_parameters_is_refused(tacotron2_checkpoint, tm
         run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint)])
 
 
+@pytest.mark.slow
 def test_nvidia_format_checkpoints_synthesize_end_to_end(nvidia_checkpoint, tmp_path):
     """Files as NVIDIA's train.py writes them (config, DDP prefix, legacy weight norm, no audio or text settings of
     ours): inference.py builds both models from their configs and falls back to NVIDIA's front-end defaults."""
@@ -184,6 +168,7 @@ def test_the_command_line_without_m_is_tacotron2(tacotron2_checkpoint, phrases, 
     assert inference.build_parser().parse_args(arguments + ["-o", "x"]).model_name == "Tacotron2"
 
 
+@pytest.mark.slow
 def test_vocoder_by_name_equals_vocoder_by_checkpoint_flag(tacotron2_checkpoint, nvidia_checkpoint, phrases,
                                                            tmp_path):
     waveglow, _ = nvidia_checkpoint
@@ -233,6 +218,7 @@ def test_each_model_takes_its_own_flags(capsys):
         assert complaint in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_mel_to_wav_mode_gives_the_audio_of_text_to_wav(tacotron2_checkpoint, nvidia_checkpoint, phrases, tmp_path):
     """-m WaveGlow on the mels that text-to-wav saved (--save-mels, one utterance per batch) gives the same wavs."""
     waveglow, _ = nvidia_checkpoint

@@ -11,7 +11,7 @@ import train
 from common.errors import exit_on_user_error
 from common.arguments import COMPATIBILITY_GROUP
 from common.sampler import MaxTokensBatchSampler
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import untrained_checkpoint
 
 COMMAND_LINES = {script: entry for script, entry in
@@ -36,6 +36,7 @@ def filled(value, placeholders: dict):
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", COMMAND_LINES)
 def test_nvidias_command_line_is_accepted_and_means_what_it_means_there(script, placeholders, capsys):
     entry = COMMAND_LINES[script]

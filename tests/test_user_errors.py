@@ -37,6 +37,7 @@ def phrases(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_inference_with_a_truncated_checkpoint(tmp_path, phrases):
     whole = tmp_path / "whole.pt"
     torch.save({"state_dict": {"weight": torch.zeros(1000)}}, whole)
@@ -48,6 +49,7 @@ def test_inference_with_a_truncated_checkpoint(tmp_path, phrases):
     assert "weights_only" not in line  # torch's advice to load unsafely is wrong for a damaged file
 
 
+@pytest.mark.slow
 def test_inference_with_another_models_checkpoint(tmp_path, phrases):
     waveglow = tmp_path / "checkpoint_WaveGlow_9.pt"
     save_checkpoint({"model_name": "WaveGlow", "state_dict": {}}, waveglow)
@@ -56,6 +58,7 @@ def test_inference_with_another_models_checkpoint(tmp_path, phrases):
                     "give a Tacotron2 checkpoint there")
 
 
+@pytest.mark.slow
 def test_inference_with_a_missing_vocoder_checkpoint_in_mel_to_wav_mode(tmp_path):
     mel = tmp_path / "mel_1.pt"
     torch.save(torch.zeros(80, 4), mel)
@@ -64,6 +67,7 @@ def test_inference_with_a_missing_vocoder_checkpoint_in_mel_to_wav_mode(tmp_path
     assert line == f"error: checkpoint not found: --waveglow {tmp_path / 'absent.pt'}"
 
 
+@pytest.mark.slow
 def test_train_with_a_missing_filelist(tmp_path):
     line = run_entry_point("train.py", "-m", "Tacotron2", "-o", tmp_path / "run", "-lr", "1e-3", "-bs", "2",
                            "--epochs", "1", "--cpu", "--num-workers", "0", "--training-files", tmp_path / "train.txt",
@@ -71,6 +75,7 @@ def test_train_with_a_missing_filelist(tmp_path):
     assert line.startswith(f"error: filelist not found: {tmp_path / 'train.txt'}; check the path")
 
 
+@pytest.mark.slow
 def test_train_with_a_config_file_that_is_not_json(tmp_path):
     config = tmp_path / "preset.json"
     config.write_text("{epochs: 3}")
@@ -87,7 +92,7 @@ def workspace(synthetic_corpus, synthetic_asr_corpus, tmp_path_factory):
     """Files with the mistakes in them, and untrained checkpoints of each family, made once for the sweep."""
     from types import SimpleNamespace
 
-    from tests.test_families import run_args
+    from tests.families import run_args
     from tests.training_runs import untrained_checkpoint
 
     folder = tmp_path_factory.mktemp("mistakes")
@@ -143,7 +148,7 @@ def train_tacotron2(w, *extra):
 
 
 def train_family(w, name, *extra):
-    from tests.test_families import run_args
+    from tests.families import run_args
 
     return run_args(name, w.asr if name == "wav2vec2" else w.corpus, w.folder / "run", "--epochs", "1", *extra)
 

@@ -2,7 +2,7 @@
 
     python train.py -m wav2vec2 pretrain --data data/librispeech -o runs/pretrain -lr 5e-4 --max-updates 400000 ...
     python train.py -m wav2vec2 finetune --w2v-path runs/pretrain/checkpoint_wav2vec2_last.pt --data ... -lr 5e-5
-    scripts/pretrain_wav2vec2.sh, scripts/finetune_wav2vec2.sh (the reference's recipes, presets in configs/)
+    scripts/wav2vec2/pretrain_wav2vec2.sh and finetune_wav2vec2.sh (the reference's recipes, presets in configs/)
 
 Pre-training: the model masks spans of its latent frames and learns, for each masked frame, to pick the quantized
 latent that was there among 100 distractors from the same utterance (wav2vec2/loss_function.py). Masks and

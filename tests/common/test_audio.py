@@ -7,6 +7,7 @@ import torch
 from common.audio import AudioParams, MelSpectrogram, griffin_lim, load_wav, save_wav, slaney_mel_filterbank
 
 
+@pytest.mark.slow
 def test_filterbank_matches_librosa():
     ours = slaney_mel_filterbank(22050, 1024, 80, 0.0, 8000.0)
     reference = librosa.filters.mel(sr=22050, n_fft=1024, n_mels=80, fmin=0.0, fmax=8000.0)
@@ -16,6 +17,7 @@ def test_filterbank_matches_librosa():
     np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_mel_spectrogram_matches_librosa_pipeline():
     generator = torch.Generator().manual_seed(0)
     audio = (torch.rand(22050, generator=generator) * 2 - 1) * 0.5
@@ -28,6 +30,7 @@ def test_mel_spectrogram_matches_librosa_pipeline():
     np.testing.assert_allclose(ours, reference, atol=2e-4)
 
 
+@pytest.mark.slow
 def test_batch_and_single_mels_agree():
     audio = torch.randn(3, 4096).clamp(-1, 1) * 0.3
     batch = MelSpectrogram()(audio)

@@ -25,7 +25,7 @@ from common.preemption import PREEMPTED_EXIT_CODE
 from common.trainer import Trainer
 from tests.common.toy_recipes import regression_loss, run_ranks_as_processes, toy_args, toy_recipe
 from tests.conftest import REPO_ROOT
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import train_losses
 
 
@@ -41,6 +41,7 @@ def checkpoint_files(folder: Path) -> list[str]:
 # ---- retention ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_retention_keeps_the_newest_the_milestones_and_last_and_the_resume_is_exact(tmp_path):
     """10 saves (one per update, 6 updates an epoch): the newest 2, the milestones at updates 4 and 8 and at the end of
     epoch 1, and the `last` link; older ones are deleted once a newer one is written. Then a resume goes on."""
@@ -85,6 +86,7 @@ def test_by_default_every_checkpoint_is_kept_and_a_warning_comes_before_the_disk
 # ---- stopping on a signal ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigterm_stops_one_process_after_its_step_with_a_checkpoint_and_the_resume_is_exact(synthetic_corpus,
                                                                                              tmp_path):
     """train.py on a real family, signalled from outside as a batch system does, once training has begun."""
@@ -112,6 +114,7 @@ def test_sigterm_stops_one_process_after_its_step_with_a_checkpoint_and_the_resu
     assert len(train_losses(log, 2)) == 10
 
 
+@pytest.mark.slow
 def test_a_signal_to_one_of_two_ranks_stops_both_after_the_same_step_and_the_resume_is_exact(tmp_path):
     """SIGUSR1 reaches rank 1 only, in the middle of a step: both ranks finish that step, rank 0 writes the
     checkpoint, both exit with PREEMPTED_EXIT_CODE; resumed on 2 ranks the curve is the uninterrupted one's."""
@@ -206,6 +209,7 @@ def one_error_line(main, capsys) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_broken_audio_file_met_by_a_worker_mid_run_ends_it_with_one_line_naming_it(synthetic_corpus, tmp_path,
                                                                                        capsys):
     broken_wav = corpus_with_a_broken_file(synthetic_corpus, tmp_path / "corpus", "empty")
@@ -231,6 +235,7 @@ def test_each_kind_of_broken_audio_file_is_named_with_its_filelist_line(syntheti
     assert line.startswith(f"error: {synthetic_corpus.train_filelist}:4: {reason.format(wav=broken_wav)}")
 
 
+@pytest.mark.slow
 def test_a_broken_file_on_one_of_two_ranks_ends_both_and_neither_hangs(tmp_path):
     ranks = run_ranks_as_processes("broken_item", tmp_path, "--epochs", "2", "-bs", "1", "--num-workers", "1")
     message = "train.txt:6: cannot read audio file wavs/5.wav: Format not recognised"
@@ -245,6 +250,7 @@ def test_a_broken_file_on_one_of_two_ranks_ends_both_and_neither_hangs(tmp_path)
 # ---- diverging runs ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_max_skipped_steps_ends_a_diverged_run_naming_the_last_checkpoint(tmp_path):
     def diverging_from_step_7(model, batch, args):
         output = regression_loss(model, batch, args)
@@ -279,6 +285,7 @@ def test_a_finite_loss_with_a_non_finite_gradient_is_skipped_not_applied(tmp_pat
         assert torch.isfinite(trainer.model.weight).all()
 
 
+@pytest.mark.slow
 def test_val_interval_epochs_checkpoint_only_at_the_end_no_save_and_the_benchmark_figure(tmp_path):
     Trainer(toy_recipe(), toy_args(tmp_path / "a", "--epochs", "5", "--val-interval-epochs", "2",
                                    "--epochs-per-checkpoint", "0", "--benchmark-epochs-num", "2")).train()

@@ -249,6 +249,7 @@ def test_processor_pickles_for_data_loader_workers():
     assert copy.encode("Dr. No, 1962.") == processor.encode("Dr. No, 1962.") == ids_of("doctor no, nineteen sixty-two.")
 
 
+@pytest.mark.slow
 def test_arpabet_cleaner_reads_known_words_as_their_dictionary_phonemes():
     processor = TextProcessor(["english_cleaners_arpabet"])
     # numbers and abbreviations are spelled out first; an unknown word stays letters; braces given stay as they are

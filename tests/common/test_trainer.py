@@ -92,6 +92,7 @@ def step_curve(folder, *names):
             if isinstance(r["step"], list) and len(r["step"]) == 2 and "train_loss" in r["data"]]
 
 
+@pytest.mark.slow
 def test_gan_parts_on_two_ranks_stay_identical_and_equal_one_process_on_the_global_batch(tmp_path):
     """Each part is its own DDP: both optimizers' gradients are averaged over ranks, so 2 ranks of batch 2 take the
     same steps as 1 process of batch 4 (rank r holds every second batch of 2 of the same permutation)."""
@@ -171,6 +172,7 @@ def test_epochs_or_updates_must_be_given(tmp_path):
         Trainer(toy_recipe(), toy_args(tmp_path, "--epochs", "0"))
 
 
+@pytest.mark.slow
 def test_max_tokens_steps_are_the_mean_over_items_on_two_ranks_as_with_accumulation_in_one(tmp_path):
     """Batches of different sizes: 2 ranks with one batch each take the step that 1 process takes by accumulating
     the same two batches, because gradients are weighted by items over micro-batches and ranks."""
@@ -189,6 +191,7 @@ def test_max_tokens_steps_are_the_mean_over_items_on_two_ranks_as_with_accumulat
             torch.testing.assert_close(ddp[0][name], value, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_validation_metrics_cover_the_whole_set_on_every_rank_and_sum_across_ranks(tmp_path):
     ranks = train_on_ranks("metric", tmp_path / "ddp")
     single = Trainer(metric_recipe(), toy_args(tmp_path / "single", "-bs", "4"))

@@ -34,6 +34,7 @@ def test_there_are_presets():
     assert {"tacotron2_demo.json", "tacotron2_nvidia.json", "waveglow_nvidia.json"} <= {p.name for p in PRESETS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda path: path.name)
 def test_preset_dry_run_resolves_its_values(preset, synthetic_corpus, tmp_path, capsys):
     command_line = {"output": str(tmp_path / "run"), "dataset_path": str(synthetic_corpus.dataset_dir),

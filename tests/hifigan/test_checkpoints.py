@@ -307,6 +307,7 @@ def test_spectral_norm_scale_discriminator_equals_the_reference_equations():
     assert len(maps) == len(expected_maps) == 8
 
 
+@pytest.mark.slow
 def test_discriminator_files_of_nvidia_and_jik876_load_with_their_training_state(tmp_path):
     rng = torch.Generator().manual_seed(12)
     mpd = {**period_discriminator_weights(rng, "discriminators.0."),

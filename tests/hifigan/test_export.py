@@ -6,7 +6,7 @@ import torch
 from common.errors import UserError
 from hifigan import export
 from hifigan.vocoder import load_generator
-from tests.hifigan.test_inference import log_mel, save_our_checkpoint
+from tests.hifigan.tiny_hifigan import log_mel, save_our_checkpoint
 
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")

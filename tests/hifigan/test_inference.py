@@ -16,38 +16,7 @@ from hifigan.checkpoints import generator_state_to_reference
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
 from hifigan.vocoder import load_generator, receptive_field_frames, stream, synthesize_in_chunks
-from tests.test_inference import tacotron2_checkpoint  # noqa: F401 (a fixture)
-
-# hop 8 * 8 * 4 = 256 as the audio parameters say; both fusion blocks dilated, so the receptive field is not trivial
-TINY_GENERATOR = {"resblock": "1", "upsample_rates": [8, 8, 4], "upsample_kernel_sizes": [16, 16, 8],
-                  "upsample_initial_channel": 16, "resblock_kernel_sizes": [3, 5],
-                  "resblock_dilation_sizes": [[1, 2], [1, 3]]}
-
-
-def tiny_generator(seed=0, config=TINY_GENERATOR):
-    torch.manual_seed(seed)
-    return Generator(**config).eval()
-
-
-def save_our_checkpoint(path, ema=False, audio_params=AudioParams(), seed=0):
-    """A checkpoint in the layout train.py -m HiFiGAN writes (the discriminators' weights, which inference skips,
-    stood for by one tensor). Returns the generator and the EMA generator whose weights it holds."""
-    generator = tiny_generator(seed)
-    state_dict = {f"generator.{key}": value for key, value in generator.state_dict().items()}
-    average = None
-    if ema:
-        average = tiny_generator(seed + 1)  # other weights than the generator's, so a mix-up shows
-        state_dict.update({f"generator_ema.{key}": value for key, value in average.state_dict().items()})
-    state_dict["mpd.discriminators.0.conv_post.bias"] = torch.zeros(1)
-    save_checkpoint({"format_version": 1, "model_name": "HiFiGAN", "audio_params": audio_params.to_dict(),
-                     "model_config": {"generator": TINY_GENERATOR, "mpd_periods": [2, 3, 5, 7, 11], "ema": ema},
-                     "state_dict": state_dict}, path)
-    return generator, average
-
-
-def log_mel(frames, batch=1, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.rand(batch, 80, frames, generator=generator) * 10.0 - 9.0
+from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_our_checkpoint, tiny_generator
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -279,7 +248,8 @@ def phrases(tmp_path):
     return path
 
 
-def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):  # noqa: F811
+@pytest.mark.slow
+def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):
     save_our_checkpoint(tmp_path / "h.pt")
     for name, vocoder_flags in (("own_flag", ["--hifigan", str(tmp_path / "h.pt"), "-d", "0.005", "--batch-size", "1"]),
                                 ("general", ["--vocoder", "hifigan", "--vocoder-checkpoint", str(tmp_path / "h.pt"),
@@ -301,7 +271,7 @@ def test_text_to_wav_through_hifigan(tacotron2_checkpoint, phrases, tmp_path):  
         assert difference.abs().max() <= 1 / 32768  # at most a 16-bit rounding step
 
 
-def test_text_to_wav_refuses_a_hifigan_of_other_audio_parameters(tacotron2_checkpoint, phrases,  # noqa: F811
+def test_text_to_wav_refuses_a_hifigan_of_other_audio_parameters(tacotron2_checkpoint, phrases,
                                                                 tmp_path):
     save_our_checkpoint(tmp_path / "h.pt", audio_params=AudioParams(mel_fmax=7600.0))
     with pytest.raises(UserError, match=r"mel_fmax: 7600.0 \(the vocoder \(hifigan\)\) vs 8000.0"):

@@ -129,6 +129,7 @@ def test_multi_scale_discriminator_pools_twice_and_spectral_norms_the_first_scal
     assert msd.discriminators[0].convs[3].groups == 16
 
 
+@pytest.mark.slow
 def test_container_holds_everything_that_trains_and_an_ema_copy():
     model = HiFiGAN(TINY, mpd_periods=[2, 3], ema=True)
     assert len(model.mpd.discriminators) == 2 and len(model.msd.discriminators) == 3
@@ -255,6 +256,7 @@ def test_missing_hifigan_config_file_is_a_user_error(tmp_path):
         arg_parser.model_config(parse(["--hifigan-config", str(tmp_path / "nope.json")]))
 
 
+@pytest.mark.slow
 def test_narrow_discriminators_keep_every_layer_and_output_shape():
     audio = torch.randn(2, 1, 2048)
     full = HiFiGAN({"upsample_initial_channel": 16})

@@ -1,7 +1,7 @@
 """HiFi-GAN through the shared trainer: the D-then-G step with accumulation on 2 gloo ranks equals 1 process on the
 global batch, the EMA generator (started from the generator, saved, resumed, validated), fine-tuning from a
 checkpoint with a learning-rate factor and NVIDIA's --fine_tuning in the base run's folder, the per-epoch decay, and
-bf16. The tiny flags are tests/test_families.py's; its conformance test covers --dry-run, pinned losses with exact
+bf16. The tiny flags are tests/families.py's; tests/test_families.py covers --dry-run, pinned losses with exact
 resume, and 2 ranks of batch B vs 1 of 2B. Also: fine-tuning from NVIDIA's files, --input-mels-dir through train.py,
 and the validation report and sums."""
 import argparse
@@ -21,7 +21,7 @@ from hifigan.arg_parser import GENERATOR_KEYS
 from hifigan.checkpoints import discriminator_state_to_reference, generator_state_to_reference
 from hifigan.model import HiFiGAN
 from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
-from tests.test_families import FAMILIES, run_args, train_on_two_processes
+from tests.families import FAMILIES, run_args, train_on_two_processes
 from tests.training_runs import train_losses
 
 # 3 frames and discriminators at an eighth of their width: enough for what these tests check, and much faster.
@@ -40,6 +40,7 @@ def records(log_file, key: str) -> list[dict]:
     return [r["data"] for r in read_dllogger_file(log_file) if key in r["data"]]
 
 
+@pytest.mark.slow
 def test_two_ranks_accumulating_equal_one_process_on_the_global_batch(synthetic_corpus, tmp_path):
     """2 ranks x batch 1 x accumulation 2 take the steps of 1 process x batch 2 x accumulation 2: the
     discriminators' all-reduce on the last micro-batch, the generator recomputed in its phase, nothing reduced
@@ -65,6 +66,7 @@ def test_two_ranks_accumulating_equal_one_process_on_the_global_batch(synthetic_
         assert torch.linalg.vector_norm(value - final[key]) <= 1e-4 * torch.linalg.vector_norm(final[key]), key
 
 
+@pytest.mark.slow
 def test_the_ema_starts_as_the_generator_averages_its_steps_and_resumes(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     trainer = Trainer(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "one", "--max-updates", "1",
@@ -98,6 +100,7 @@ def test_the_ema_starts_as_the_generator_averages_its_steps_and_resumes(syntheti
                                                                                 2)
 
 
+@pytest.mark.slow
 def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_rate(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(hifigan_args(synthetic_corpus, tmp_path / "base", "--max-updates", "1"))
@@ -122,6 +125,7 @@ def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_ra
         Trainer(RECIPE, args)
 
 
+@pytest.mark.slow
 def test_fine_tuning_in_the_base_runs_folder_goes_on_at_a_multiple_of_the_rate_and_then_resumes(synthetic_corpus,
                                                                                                  tmp_path):
     """NVIDIA's --fine_tuning: the base run's command line and folder, plus --input-mels-dir. The first time, the
@@ -211,6 +215,7 @@ def test_two_adamw_with_the_references_betas_and_decay_and_an_exponential_rate_p
     assert [schedule.multiplier(epoch, step=123) for epoch in range(3)] == pytest.approx([1.0, 0.9, 0.81])
 
 
+@pytest.mark.slow
 def test_the_learning_rate_decays_once_per_epoch(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(hifigan_args(synthetic_corpus, tmp_path, "--epochs", "2", "--lr-decay", "0.5", "-bs", "8"))
@@ -219,6 +224,7 @@ def test_the_learning_rate_decays_once_per_epoch(synthetic_corpus, tmp_path):
     assert rates == pytest.approx([rate, rate, rate / 2, rate / 2])  # 22 items: 2 batches of 8 per epoch
 
 
+@pytest.mark.slow
 def test_bf16_trains_finite_steps(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(hifigan_args(synthetic_corpus, tmp_path, "--max-updates", "1", "--bf16", batch_size=2))
@@ -265,6 +271,7 @@ def write_own_mels(corpus, folder):
     return folder
 
 
+@pytest.mark.slow
 def test_input_mels_dir_trains_on_the_given_mels(synthetic_corpus, tmp_path):
     """GTA mels that are the audio's own mels train exactly as the computed ones; the audio (and so the loss mel)
     is the wav's either way."""
@@ -313,6 +320,7 @@ def write_nvidia_training_files(model: HiFiGAN, checkpoint: dict, folder, genera
     return folder / f"hifigan_gen_checkpoint_{epoch}.pt"
 
 
+@pytest.mark.slow
 def test_nvidias_training_files_resume_with_their_weights_optimizer_states_epoch_and_step(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(hifigan_args(synthetic_corpus, tmp_path / "ours", "--max-updates", "2"))
@@ -339,6 +347,7 @@ def test_nvidias_training_files_resume_with_their_weights_optimizer_states_epoch
     assert all(torch.isfinite(torch.tensor(loss)) for loss in train_losses(tmp_path / "resumed" / "nvlog.json", 2))
 
 
+@pytest.mark.slow
 def test_reference_training_files_that_cannot_resume_say_why(synthetic_corpus, tmp_path):
     train.main(hifigan_args(synthetic_corpus, tmp_path / "ours", "--max-updates", "1"))
     ours = load_checkpoint(tmp_path / "ours" / "checkpoint_HiFiGAN_last.pt")

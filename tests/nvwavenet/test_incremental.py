@@ -4,7 +4,7 @@ import torch
 
 from nvwavenet.incremental import (conditioning_for_samples, export_inference_weights, generate,
                                    select_by_inverse_cdf, teacher_forced_logits)
-from tests.nvwavenet.test_model import conditioning_impulse_response, tiny_inputs, tiny_model
+from tests.nvwavenet.tiny_wavenet import conditioning_impulse_response, tiny_inputs, tiny_model
 
 
 def naive_full_recompute_logits(weights: dict, conditioning: np.ndarray, samples: np.ndarray,
@@ -36,6 +36,7 @@ def naive_full_recompute_logits(weights: dict, conditioning: np.ndarray, samples
     return np.stack(logits, axis=1)  # (A, T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", [{}, {"upsampling": "repeat", "embedding_tanh": False}])
 def test_incremental_equals_forward_and_naive_fp64(overrides):
     model = tiny_model(**overrides)

@@ -305,12 +305,14 @@ def check_no_gated_spills(entries: list[dict], expected: list[tuple]) -> list[st
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toolkit", TOOLKITS)
 def test_representative_instantiations_build_for_sm80_and_sm90_without_spills(toolkit, tmp_path):
     lines = check_no_gated_spills(parse_ptxas(toolkit.kernel_report(REPRESENTATIVE, tmp_path)), REPRESENTATIVE)
     print("\n".join(lines))
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_the_c_api_builds_with_nvcc(tmp_path):
     # The dispatcher sees only launcher declarations: no kernel may be compiled here (that is the per-variant files'

@@ -16,7 +16,7 @@ import torch
 from nvwavenet import benchmark, kernels
 from nvwavenet.incremental import select_by_inverse_cdf, teacher_forced_logits
 from nvwavenet.model import WaveNet
-from tests.nvwavenet.test_kernels_emulated import TOLERANCE, check_sampling, inputs, random_export, reference
+from tests.nvwavenet.kernel_reference import TOLERANCE, check_sampling, inputs, random_export, reference
 
 CUDA_USABLE, CUDA_REASON = kernels.cuda_status()
 needs_gpu = pytest.mark.skipif(not CUDA_USABLE, reason=CUDA_REASON)

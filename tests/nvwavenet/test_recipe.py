@@ -154,6 +154,7 @@ def test_flags_and_model_config(tmp_path):
     assert RECIPE.name == "WaveNet" and RECIPE.items_unit == "samples" and RECIPE.text_processor is None
 
 
+@pytest.mark.slow
 def test_recipe_trains_a_tiny_model_until_it_memorises_a_clip(tmp_path):
     write_corpus(tmp_path, lengths=(SEGMENT,))
     args = parse(tmp_path, "--residual-channels", "8", "--skip-channels", "16", "--out-channels", "16",

@@ -5,7 +5,7 @@ import torch
 
 import inference
 import train
-from tests.test_families import FAMILIES
+from tests.families import FAMILIES
 
 TINY_WAVENET = FAMILIES["WaveNet"].flags
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
@@ -20,6 +20,7 @@ def run_training(corpus, output, model, *extra):
                 "--num-workers", "0", "--quiet", "--cpu", "-lr", "1e-3", "--epochs", "1", *extra])
 
 
+@pytest.mark.slow
 def test_text_to_wav_with_the_wavenet_cpu_path(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     run_training(synthetic_corpus, tmp_path / "wavenet", "WaveNet", *TINY_WAVENET)

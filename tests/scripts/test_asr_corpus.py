@@ -86,6 +86,7 @@ def test_voices_are_balanced_and_rates_vary():
         plan_utterances(4, seed=1)
 
 
+@pytest.mark.slow
 def test_the_same_arguments_give_the_same_bytes(tmp_path, capsys):
     main(["--output-dir", str(tmp_path / "a"), "--num-utterances", "5", "--seed", "9", "--voices", "en-us", "en+f2",
           "--rates", "150"])
@@ -95,6 +96,7 @@ def test_the_same_arguments_give_the_same_bytes(tmp_path, capsys):
     assert {line.split("|")[3] for line in lines(tmp_path / "a" / "utterances.csv")} == {"150"}
 
 
+@pytest.mark.slow
 def test_prepare_dataset_writes_the_tts_corpus_at_16_khz_with_manifests(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     result = subprocess.run(["bash", str(ROOT / "scripts" / "prepare_dataset.sh"), "--synthetic", "--num-utterances",

@@ -1,5 +1,5 @@
-"""scripts/benchmark_hifigan (tiny sizes only: a smoke test of the numbers' bookkeeping, not a measurement) and the
-HiFi-GAN demo's report (HiFi-GAN vs Griffin-Lim mel L1)."""
+"""scripts/hifigan/benchmark_hifigan (tiny sizes only: a smoke test of the numbers' bookkeeping, not a measurement)
+and the HiFi-GAN demo's report (HiFi-GAN vs Griffin-Lim mel L1)."""
 import json
 import os
 import subprocess
@@ -11,8 +11,8 @@ import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
-from scripts import benchmark_hifigan, report_hifigan_demo
-from tests.hifigan.test_inference import save_our_checkpoint
+from scripts.hifigan import benchmark_hifigan, report_hifigan_demo
+from tests.hifigan.tiny_hifigan import save_our_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,8 +32,9 @@ def test_benchmark_rows_and_their_arithmetic(tmp_path):
     assert json.loads((tmp_path / "b.json").read_text())["hifigan_inference"] == results
 
 
+@pytest.mark.slow
 def test_benchmark_script_quick_inference_stage(tmp_path):
-    completed = subprocess.run(["bash", "scripts/benchmark_hifigan.sh", "--quick", "--threads", "1"], cwd=ROOT,
+    completed = subprocess.run(["bash", "scripts/hifigan/benchmark_hifigan.sh", "--quick", "--threads", "1"], cwd=ROOT,
                                capture_output=True, text=True, timeout=300,
                                env={**os.environ, "PYTHON": sys.executable, "STAGES": "inference",
                                     "OUTPUT_DIR": str(tmp_path), "OMP_NUM_THREADS": "1"})

@@ -12,6 +12,7 @@ from scripts import benchmark_speed
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_run_prints_every_target_eager_beside_fast(tmp_path):
     completed = subprocess.run(["bash", "scripts/benchmark_speed.sh", "--quick", "--threads", "1"], cwd=ROOT,
                                capture_output=True, text=True, timeout=300,
@@ -32,6 +33,7 @@ def test_quick_run_prints_every_target_eager_beside_fast(tmp_path):
                for row in text_to_wav)
 
 
+@pytest.mark.slow
 def test_compiled_and_bf16_rows_and_the_profile(capsys):
     rows = benchmark_speed.main(["--quick", "--threads", "1", "--targets", "tacotron2-infer", "--compile",
                                  "--bf16", "on", "--profile", "tacotron2-infer"])

@@ -1,14 +1,18 @@
-"""scripts/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and WaveGlow with its 1x1 layers
-as matrix products gives the audio of WaveGlow as it is."""
+"""scripts/waveglow/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and WaveGlow with its 1x1
+layers as matrix products gives the audio of WaveGlow as it is."""
 from __future__ import annotations
 
-from scripts import benchmark_waveglow_convs
+import pytest
+
+from scripts.waveglow import benchmark_waveglow_convs
 
 
+@pytest.mark.slow
 def test_matrix_product_waveglow_equals_the_convolutional_one():
     assert benchmark_waveglow_convs.time_waveglow(wn_channels=8, mel_frames=3, repeats=1) < 1e-5
 
 
+@pytest.mark.slow
 def test_prints_every_shape_and_way(capsys):
     benchmark_waveglow_convs.main(["--wn-channels", "8", "--mel-frames", "3", "--threads", "1", "--repeats", "1"])
     lines = capsys.readouterr().out.splitlines()
@@ -20,6 +24,7 @@ def test_prints_every_shape_and_way(capsys):
     assert lines[4].startswith("WaveGlow-8 inference, 3 mel frames: conv1d ")
 
 
+@pytest.mark.slow
 def test_the_equality_check_sees_a_broken_layer(monkeypatch):
     """The coupling layers reach the audio: a matrix product that drops its bias is caught."""
     forward = benchmark_waveglow_convs.MatrixProduct1x1.forward

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.scripts.test_intelligibility import recognizer_checkpoint  # noqa: F401 (a fixture)
-from tests.test_inference import TINY
+import pytest
+
+from tests.conftest import TINY_TACOTRON2
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,11 +20,12 @@ def run_demo(corpus, output: Path, asr_checkpoint: Path) -> subprocess.Completed
     env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus.dataset_dir), "OUTPUT_DIR": str(output),
            "FILELISTS": str(corpus.train_filelist.parent), "ASR_CHECKPOINT": str(asr_checkpoint),
            "OMP_NUM_THREADS": "1"}
-    return subprocess.run(["bash", "scripts/demo.sh", *TINY, "--epochs", "1", "--num-workers", "0", "-bs", "8"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(["bash", "scripts/demo.sh", *TINY_TACOTRON2, "--epochs", "1", "--num-workers", "0",
+                           "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
-def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus, recognizer_checkpoint,  # noqa: F811
+@pytest.mark.slow
+def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus, recognizer_checkpoint,
                                                                tmp_path):
     output = tmp_path / "demo"
     completed = run_demo(synthetic_corpus, output, recognizer_checkpoint)

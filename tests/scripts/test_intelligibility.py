@@ -9,24 +9,9 @@ import pytest
 import soundfile
 
 import inference
-import train
 from common.errors import UserError, UserFileNotFoundError, exit_on_user_error
 from scripts import intelligibility
 from scripts.intelligibility import pair_wavs_with_lines, reference_words, score
-
-TINY = ["--conv-feature-layers", "[(32,10,5)]+[(32,3,2)]*2+[(32,2,2)]", "--encoder-layers", "2",
-        "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
-        "--final-dim", "16", "--latent-vars", "8", "--num-negatives", "5", "--conv-pos", "8", "--conv-pos-groups", "4"]
-
-
-@pytest.fixture(scope="module")
-def recognizer_checkpoint(synthetic_asr_corpus, tmp_path_factory):
-    """A tiny CTC model fine-tuned from scratch for 2 updates on the synthetic ASR corpus."""
-    output = tmp_path_factory.mktemp("tiny_asr")
-    train.main(["-m", "wav2vec2", "finetune", "--data", str(synthetic_asr_corpus.directory), "-o", str(output),
-                "-lr", "1e-4", "--max-updates", "2", "--max-tokens", "80000", "--mask-channel-length", "4",
-                "--num-workers", "0", "--quiet", "--cpu", *TINY])
-    return output / "checkpoint_wav2vec2_last.pt"
 
 
 def synthesized_wavs(corpus, folder, line_numbers, sampling_rate=22050):
@@ -66,6 +51,7 @@ def test_scores_per_file_and_overall_against_hand_computed_edits():
     assert (overall["words"], overall["chars"]) == (8, 42)
 
 
+@pytest.mark.slow
 def test_transcribes_synthesized_wavs_at_any_rate_and_scores_them(synthetic_asr_corpus, recognizer_checkpoint,
                                                                   tmp_path):
     wavs = synthesized_wavs(synthetic_asr_corpus, tmp_path / "wavs", [1, 3])

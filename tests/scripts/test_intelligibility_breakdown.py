@@ -12,13 +12,12 @@ import torch
 from common.audio import AudioParams, MelSpectrogram, griffin_lim, load_wav
 from scripts import intelligibility_breakdown
 from scripts.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
-from tests.hifigan.test_inference import save_our_checkpoint
-from tests.scripts.test_intelligibility import recognizer_checkpoint  # noqa: F401 (a fixture)
-from tests.test_inference import tacotron2_checkpoint  # noqa: F401 (a fixture)
+from tests.hifigan.tiny_hifigan import save_our_checkpoint
 
 
-def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_checkpoint,  # noqa: F811
-                                                   tacotron2_checkpoint, tmp_path):  # noqa: F811
+@pytest.mark.slow
+def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_checkpoint,
+                                                   tacotron2_checkpoint, tmp_path):
     torch.set_num_threads(1)
     save_our_checkpoint(tmp_path / "hifigan.pt")
     output = tmp_path / "breakdown"

@@ -15,7 +15,7 @@ from common.arguments import parse_args
 from common.registry import model_name_in
 
 ROOT = Path(__file__).resolve().parents[2]
-SHELL_SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("scripts/docker/*.sh"), *ROOT.glob("platform/*.sh"),
+SHELL_SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("scripts/*/*.sh"), *ROOT.glob("platform/*.sh"),
                         ROOT / ".ci" / "run"])
 PLATFORM_FILES = sorted(ROOT.glob("platform/*_train.sh"))
 DRY_RUN_ENV = {**os.environ, "DRY_RUN": "1", "PYTHON": "python"}
@@ -119,17 +119,17 @@ def test_hifigan_platform_scripts_resolve_to_nvidias_global_batch(machine, preci
 
 
 def test_hifigan_training_and_fine_tuning_scripts():
-    command, args = printed_command_and_args(ROOT / "scripts/train_hifigan.sh", environment={
+    command, args = printed_command_and_args(ROOT / "scripts/hifigan/train_hifigan.sh", environment={
         "NUM_GPUS": "8", "PRECISION": "amp", "BATCH_SIZE": "16", "GRAD_ACCUMULATION": "2"})
     assert "--nproc-per-node 8" in command and "--config-file configs/hifigan_nvidia.json" in command
     assert (args.batch_size, args.grad_accumulation, args.amp, args.output) == (16, 2, True, "./output/hifigan")
-    command, args = printed_command_and_args(ROOT / "scripts/fine_tune_hifigan.sh", environment={
+    command, args = printed_command_and_args(ROOT / "scripts/hifigan/fine_tune_hifigan.sh", environment={
         "FINE_TUNE_FROM": "output/hifigan/checkpoint_HiFiGAN_last.pt", "DATA_DIR": "data/ljs"})
     assert args.fine_tune_from == "output/hifigan/checkpoint_HiFiGAN_last.pt"
     assert (args.input_mels_dir, args.fine_tune_lr_factor, args.epochs) == ("data/ljs/mels-gta", 3.0, 3500)
     assert args.learning_rate * args.fine_tune_lr_factor == pytest.approx(3e-4 * 0.9998 ** 6500 * 3, rel=1e-3)
     assert args.output == "./output/hifigan_ft"  # not the base run's folder, whose checkpoints rotate
-    completed = subprocess.run(["bash", "scripts/fine_tune_hifigan.sh"], env=DRY_RUN_ENV, capture_output=True,
+    completed = subprocess.run(["bash", "scripts/hifigan/fine_tune_hifigan.sh"], env=DRY_RUN_ENV, capture_output=True,
                                text=True, cwd=ROOT)
     assert completed.returncode == 2 and "set FINE_TUNE_FROM" in completed.stderr
 

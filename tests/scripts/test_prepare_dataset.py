@@ -173,6 +173,7 @@ def test_metadata_and_filelists_have_the_ljspeech_formats(synthetic_corpus):
     assert sorted(seen) == ids  # the splits are disjoint and cover the corpus
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(synthetic_corpus, tmp_path):
     build_corpus(tmp_path / "a", tmp_path / "a" / "filelists", num_utterances=6, seed=1234)
     build_corpus(tmp_path / "b", tmp_path / "b" / "filelists", num_utterances=6, seed=1234)
@@ -365,6 +366,7 @@ def test_prepare_dataset_rejects_bad_options(args, message):
     assert result.returncode == 2 and message in result.stderr, result.stderr
 
 
+@pytest.mark.slow
 def test_prepare_dataset_synthetic_builds_the_same_corpus_as_the_module(tmp_path):
     build_corpus(tmp_path / "module", tmp_path / "module" / "filelists", num_utterances=5, seed=7)
     result = run_script("--synthetic", "--num-utterances", "5", "--seed", "7", "--data-dir", str(tmp_path / "sh"),
@@ -375,6 +377,7 @@ def test_prepare_dataset_synthetic_builds_the_same_corpus_as_the_module(tmp_path
         corpus_files(tmp_path / "module", tmp_path / "module" / "filelists")
 
 
+@pytest.mark.slow
 def test_prepare_dataset_ljspeech_stages_are_selectable(fake_archive, tmp_path):
     env = {"DATA_DIR": str(tmp_path / "data" / "LJSpeech-1.1"), "FILELISTS_DIR": str(tmp_path / "lists"),
            "ARCHIVE": str(fake_archive), "LJSPEECH_URL": "file:///nonexistent/never/fetched.tar.bz2"}

@@ -81,6 +81,7 @@ def test_the_script_parses_and_refuses_bad_options():
     assert "stage 5" in run_script("--help").stdout
 
 
+@pytest.mark.slow
 def test_stages_2_to_5_make_manifests_labels_and_the_dictionary(archives, tmp_path):
     data, manifests = tmp_path / "LibriSpeech", tmp_path / "manifests"
     subsets = " ".join(CONTENTS)
@@ -129,6 +130,7 @@ def test_stages_2_to_5_make_manifests_labels_and_the_dictionary(archives, tmp_pa
     assert result.returncode == 0 and "already extracted" in result.stdout
 
 
+@pytest.mark.slow
 def test_stage_1_downloads_from_a_mirror_and_skips_what_is_there(archives, tmp_path):
     env = {"LIBRISPEECH_URL": archives.as_uri()}
     target = tmp_path / "archives"
@@ -140,6 +142,7 @@ def test_stage_1_downloads_from_a_mirror_and_skips_what_is_there(archives, tmp_p
     assert result.returncode == 0 and "exists, skipping" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_partial_download_makes_no_train_full_960_and_counts_what_it_has(archives, tmp_path):
     data, manifests = tmp_path / "LibriSpeech", tmp_path / "manifests"
     result = run_script("--stage", "2", "--data-dir", str(data), "--archives-dir", str(archives),
@@ -151,6 +154,7 @@ def test_a_partial_download_makes_no_train_full_960_and_counts_what_it_has(archi
     assert sum(int(line.split()[1]) for line in lines(manifests / "dict.ltr.txt")) == len(letters)
 
 
+@pytest.mark.slow
 def test_mistakes_are_reported(archives, tmp_path):
     result = run_script("--stage", "2", "--stop-stage", "2", "--data-dir", str(tmp_path / "data"), "--archives-dir",
                         str(tmp_path / "empty"), "--subsets", "dev-other")

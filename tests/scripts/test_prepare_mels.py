@@ -95,6 +95,7 @@ def test_bad_filelists_are_named(corpus_copy, tmp_path):
         compute_mels(corpus_copy, [twice])
 
 
+@pytest.mark.slow
 def test_prepare_mels_script_writes_mels_and_rejects_unknown_flags(corpus_copy):
     command = ["bash", str(ROOT / "scripts" / "prepare_mels.sh"), "--synthetic", "--data-dir", str(corpus_copy),
                "--filelists-dir", str(corpus_copy / "filelists")]

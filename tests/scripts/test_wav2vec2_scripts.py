@@ -1,4 +1,4 @@
-"""wav2vec 2.0's launch scripts (scripts/pretrain_wav2vec2.sh, scripts/finetune_wav2vec2.sh), their presets
+"""wav2vec 2.0's launch scripts (scripts/wav2vec2/: pretrain_wav2vec2.sh, finetune_wav2vec2.sh), their presets
 (configs/wav2vec2_*.json: NVIDIA's recipes), the platform files, and smoke tests of the two benchmarks.
 
 The expected values are NVIDIA's scripts' (scripts/pretrain_{base,large}.sh, finetune_base_{1h,10h,100h,960h}.sh,
@@ -24,6 +24,8 @@ from common.registry import get_recipe
 from wav2vec2.arg_parser import translate_argv
 
 ROOT = Path(__file__).resolve().parents[2]
+PRETRAIN_SCRIPT = "scripts/wav2vec2/pretrain_wav2vec2.sh"
+FINETUNE_SCRIPT = "scripts/wav2vec2/finetune_wav2vec2.sh"
 TINY = ["--conv-feature-layers", "[(32,10,5)]+[(32,3,2)]*2+[(32,2,2)]", "--encoder-layers", "2",
         "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
         "--final-dim", "16", "--latent-vars", "8", "--num-negatives", "5", "--conv-pos", "8", "--conv-pos-groups", "4"]
@@ -59,7 +61,7 @@ def gpus_in(command):
 
 @pytest.mark.parametrize("gpus, concat, accumulation", [(1, 8, 8), (4, 8, 2), (8, 8, 1)])
 def test_pretraining_script_runs_nvidias_base_recipe_with_its_global_batch(gpus, concat, accumulation):
-    command, _, args = dry_run("scripts/pretrain_wav2vec2.sh", NUM_GPUS=str(gpus))
+    command, _, args = dry_run(PRETRAIN_SCRIPT, NUM_GPUS=str(gpus))
     assert gpus_in(command) == gpus and ("torchrun" in command) == (gpus > 1)
     assert "--config-file configs/wav2vec2_pretrain_base.json" in command and args.mode == "pretrain"
     assert (args.num_concat_batches, args.grad_accumulation) == (concat, accumulation)
@@ -82,7 +84,7 @@ def test_pretraining_script_runs_nvidias_base_recipe_with_its_global_batch(gpus,
 
 
 def test_pretraining_script_runs_nvidias_large_recipe():
-    command, _, args = dry_run("scripts/pretrain_wav2vec2.sh", NUM_GPUS="8", MODEL="large", PRECISION="bf16")
+    command, _, args = dry_run(PRETRAIN_SCRIPT, NUM_GPUS="8", MODEL="large", PRECISION="bf16")
     assert "--config-file configs/wav2vec2_pretrain_large.json" in command and args.bf16
     assert (args.num_concat_batches, args.grad_accumulation) == (1, 16)  # 8 x 1 x 16 = 128, NVIDIA's Large
     assert (args.learning_rate, args.max_updates, args.warmup_updates) == (5e-3, 800000, 32000)
@@ -110,7 +112,7 @@ NVIDIA_FINE_TUNING = {
 
 @pytest.mark.parametrize("subset, gpus", [("960h", 8), ("100h", 4), ("10h", 1), ("1h", 8)])
 def test_fine_tuning_script_runs_nvidias_recipe_for_each_subset(subset, gpus):
-    command, _, args = dry_run("scripts/finetune_wav2vec2.sh", NUM_GPUS=str(gpus), SUBSET=subset, PRECISION="amp",
+    command, _, args = dry_run(FINETUNE_SCRIPT, NUM_GPUS=str(gpus), SUBSET=subset, PRECISION="amp",
                                PRETRAINED_MODEL="runs/pre/checkpoint_wav2vec2_last.pt")
     assert f"--config-file configs/wav2vec2_finetune_{subset}.json" in command and gpus_in(command) == gpus
     assert args.mode == "finetune" and args.w2v_path == "runs/pre/checkpoint_wav2vec2_last.pt" and args.amp
@@ -147,31 +149,31 @@ def test_fine_tuning_presets_resolve_in_fine_tuning_mode(synthetic_asr_corpus, t
 
 def test_precision_environment_and_extra_flags():
     for precision, flag in PRECISION_FLAGS.items():
-        command, argv, _ = dry_run("scripts/pretrain_wav2vec2.sh", PRECISION=precision)
+        command, argv, _ = dry_run(PRETRAIN_SCRIPT, PRECISION=precision)
         assert flag in argv and not {*PRECISION_FLAGS.values()} - {flag} & set(argv)
-    command, _, args = dry_run("scripts/finetune_wav2vec2.sh", "--max-updates", "7", "--mask-prob", "0.3",
+    command, _, args = dry_run(FINETUNE_SCRIPT, "--max-updates", "7", "--mask-prob", "0.3",
                                OUTPUT_DIR="out/ft", DATA_DIR="data/m", SUBSET="10h")
     assert (args.max_updates, args.mask_prob, args.output, args.data) == (7, 0.3, "out/ft", "data/m")
     assert args.w2v_path == "./output/wav2vec2_pretrain_base/checkpoint_wav2vec2_last.pt"  # pre-training's output
 
 
 def test_the_global_batch_split_can_be_chosen_and_is_checked():
-    _, _, args = dry_run("scripts/pretrain_wav2vec2.sh", NUM_CONCAT_BATCHES="2")
+    _, _, args = dry_run(PRETRAIN_SCRIPT, NUM_CONCAT_BATCHES="2")
     assert (args.num_concat_batches, args.grad_accumulation) == (2, 32)
-    _, _, args = dry_run("scripts/pretrain_wav2vec2.sh", NUM_GPUS="16")  # no room for 8 concatenated batches
+    _, _, args = dry_run(PRETRAIN_SCRIPT, NUM_GPUS="16")  # no room for 8 concatenated batches
     assert (args.num_concat_batches, args.grad_accumulation) == (4, 1)
-    _, _, args = dry_run("scripts/finetune_wav2vec2.sh", UPDATE_FREQ="2")
+    _, _, args = dry_run(FINETUNE_SCRIPT, UPDATE_FREQ="2")
     assert (args.num_concat_batches, args.grad_accumulation) == (4, 2)
-    _, _, args = dry_run("scripts/finetune_wav2vec2.sh", GLOBAL_BATCHES="1")
+    _, _, args = dry_run(FINETUNE_SCRIPT, GLOBAL_BATCHES="1")
     assert (args.num_concat_batches, args.grad_accumulation) == (1, 1)
     for script, environment, message in [
-        ("scripts/pretrain_wav2vec2.sh", {"NUM_GPUS": "3"}, "NUM_GPUS=3 does not divide the global batch of 64"),
-        ("scripts/pretrain_wav2vec2.sh", {"UPDATE_FREQ": "3"}, "cannot make 64 max-tokens batches per update"),
-        ("scripts/finetune_wav2vec2.sh", {"NUM_CONCAT_BATCHES": "3"}, "cannot make 8 max-tokens batches per update"),
-        ("scripts/pretrain_wav2vec2.sh", {"UPDATE_FREQ": "two"}, "UPDATE_FREQ must be a positive whole number"),
-        ("scripts/pretrain_wav2vec2.sh", {"MODEL": "huge"}, "MODEL must be base or large"),
-        ("scripts/finetune_wav2vec2.sh", {"SUBSET": "5h"}, "SUBSET must be 1h, 10h, 100h or 960h"),
-        ("scripts/finetune_wav2vec2.sh", {"PRECISION": "fp16"}, "PRECISION must be amp, bf16, tf32 or fp32"),
+        (PRETRAIN_SCRIPT, {"NUM_GPUS": "3"}, "NUM_GPUS=3 does not divide the global batch of 64"),
+        (PRETRAIN_SCRIPT, {"UPDATE_FREQ": "3"}, "cannot make 64 max-tokens batches per update"),
+        (FINETUNE_SCRIPT, {"NUM_CONCAT_BATCHES": "3"}, "cannot make 8 max-tokens batches per update"),
+        (PRETRAIN_SCRIPT, {"UPDATE_FREQ": "two"}, "UPDATE_FREQ must be a positive whole number"),
+        (PRETRAIN_SCRIPT, {"MODEL": "huge"}, "MODEL must be base or large"),
+        (FINETUNE_SCRIPT, {"SUBSET": "5h"}, "SUBSET must be 1h, 10h, 100h or 960h"),
+        (FINETUNE_SCRIPT, {"PRECISION": "fp16"}, "PRECISION must be amp, bf16, tf32 or fp32"),
     ]:
         completed = run_script(script, **environment)
         assert completed.returncode == 2 and message in completed.stderr, (environment, completed.stderr)
@@ -203,13 +205,14 @@ def test_platform_file_launches_the_script_with_its_gpus_and_precision(script):
 # ---- a preset actually trains ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_presets_train_a_tiny_model_through_the_scripts(synthetic_asr_corpus, tmp_path):
     """Each script's command, run by train.py for 2 updates with the tiny architecture over the preset's: the
     pre-training recipe, then the 10h fine-tuning recipe from its checkpoint (encoder frozen for 10k updates)."""
     small_run = ["--train-subset", "train", "--valid-subset", "valid", "--max-updates", "2", "--max-tokens", "80000",
                  "--min-sample-size", "0", "--num-workers", "0", "--quiet", "--cpu"]
     environment = {"GLOBAL_BATCHES": "1", "DATA_DIR": str(synthetic_asr_corpus.directory)}
-    _, argv, _ = dry_run("scripts/pretrain_wav2vec2.sh", *TINY, "--hourglass-transformer", "[1,(1,2),1]", *small_run,
+    _, argv, _ = dry_run(PRETRAIN_SCRIPT, *TINY, "--hourglass-transformer", "[1,(1,2),1]", *small_run,
                          OUTPUT_DIR=str(tmp_path / "pretrain"), **environment)
     with contextlib.chdir(ROOT):
         train.main(argv)
@@ -222,7 +225,7 @@ def test_presets_train_a_tiny_model_through_the_scripts(synthetic_asr_corpus, tm
     assert pretrained_state["model_config"]["hourglass_transformer"] == "[1,(1,2),1]"
     assert pretrained_state["model_config"]["dropout"] == 0.1  # the preset's, under the tiny architecture
 
-    _, argv, _ = dry_run("scripts/finetune_wav2vec2.sh", "--mask-channel-length", "4", *small_run, SUBSET="10h",
+    _, argv, _ = dry_run(FINETUNE_SCRIPT, "--mask-channel-length", "4", *small_run, SUBSET="10h",
                          PRETRAINED_MODEL=str(pretrained), OUTPUT_DIR=str(tmp_path / "finetune"), **environment)
     with contextlib.chdir(ROOT):
         train.main(argv)
@@ -247,8 +250,9 @@ def run_benchmark(script, tmp_path):
     return completed.stdout
 
 
+@pytest.mark.slow
 def test_training_benchmark_quick(tmp_path):
-    printed = run_benchmark("scripts/benchmark_wav2vec2.sh", tmp_path)
+    printed = run_benchmark("scripts/wav2vec2/benchmark_wav2vec2.sh", tmp_path)
     assert "| pretrain | 3 x 32 (smoke test) | [1,(1,2),1] |" in printed
     rows = json.loads((tmp_path / "wav2vec2_training.json").read_text())["wav2vec2_training"]
     assert [(r["mode"], r["size"], r["hourglass_factor"]) for r in rows] == [("pretrain", "tiny", 1),
@@ -259,8 +263,9 @@ def test_training_benchmark_quick(tmp_path):
         assert row["speed_up"] == pytest.approx(row["frames_per_sec"] / rows[0]["frames_per_sec"])
 
 
+@pytest.mark.slow
 def test_inference_benchmark_quick(tmp_path):
-    printed = run_benchmark("scripts/benchmark_wav2vec2_inference.sh", tmp_path)
+    printed = run_benchmark("scripts/wav2vec2/benchmark_wav2vec2_inference.sh", tmp_path)
     assert "| batch | audio | repeats | latency p50 |" in printed
     rows = json.loads((tmp_path / "wav2vec2_inference.json").read_text())["wav2vec2_inference"]
     assert [(r["batch_size"], r["repeats"]) for r in rows] == [(1, 2), (2, 2)]
@@ -272,8 +277,9 @@ def test_inference_benchmark_quick(tmp_path):
     assert checkpoint["model_config"]["vocab_size"] == len(checkpoint["text"]["symbols"]) == 32
 
 
+@pytest.mark.slow
 def test_the_inference_benchmarks_model_is_base_sized(tmp_path):
-    from scripts.benchmark_wav2vec2 import save_random_ctc_checkpoint
+    from scripts.wav2vec2.benchmark_wav2vec2 import save_random_ctc_checkpoint
 
     save_random_ctc_checkpoint(tmp_path / "base.pt", "base", None)
     state = load_checkpoint(tmp_path / "base.pt")["state_dict"]

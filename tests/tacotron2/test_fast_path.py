@@ -22,8 +22,7 @@ from tacotron2.inference import Synthesizer
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import EAGER_STEP_FUNCTIONS, StepwiseLinear
 from tacotron2.recipe import RECIPE
-from tests.tacotron2.test_model import TINY, padded_text, tiny_model, training_batch
-from tests.tacotron2.test_training import iteration_losses, train_args
+from tests.tacotron2.tiny_tacotron2 import TINY, iteration_losses, padded_text, tiny_model, train_args, training_batch
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 
@@ -113,6 +112,7 @@ def outputs_and_gradients(model, batch, r, fast, prenet_masks=None):
     return output, {name: parameter.grad.clone() for name, parameter in model.named_parameters()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("r, mask_padding, given_masks", [(1, False, False), (1, True, True), (3, True, False)])
 def test_fast_decoder_trains_as_the_reference_to_rounding(r, mask_padding, given_masks):
     model = tiny_model(n_frames_per_step=r, mask_padding=mask_padding)
@@ -228,6 +228,7 @@ def test_stepwise_linear_with_a_frozen_weight_and_under_autocast():
     assert weight.grad.dtype == torch.float32 and torch.isfinite(weight.grad).all()
 
 
+@pytest.mark.slow
 def test_compiled_decoder_equals_eager_in_training_and_inference():
     """torch.compile of the fast decoder's step functions (a tiny model: seconds to compile)."""
     model = tiny_model(n_frames_per_step=2, mask_padding=True)
@@ -264,6 +265,7 @@ def test_the_recipe_chooses_the_decoder_from_the_flags():
     assert model.decoder.fast and model.decoder.step_functions != EAGER_STEP_FUNCTIONS
 
 
+@pytest.mark.slow
 def test_train_py_with_the_fast_decoder_follows_the_reference_curve(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(train_args(synthetic_corpus, tmp_path / "reference", "--epochs", "1"))
@@ -274,6 +276,7 @@ def test_train_py_with_the_fast_decoder_follows_the_reference_curve(synthetic_co
     assert [loss for _, loss in fast] == pytest.approx([loss for _, loss in reference], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_inference_py_fast_decoder_equals_the_reference_and_refuses_torchscript(tmp_path):
     config = dict(TINY, n_symbols=TextProcessor().n_symbols, n_mel_channels=80)
     checkpoint = random_checkpoint("Tacotron2", config, tmp_path)

@@ -14,39 +14,7 @@ from tacotron2.arg_parser import add_args, loss_config, model_config
 from tacotron2.alignment import alignment_health
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import Prenet, Tacotron2, build_model
-
-TINY = dict(n_mel_channels=8, n_symbols=20, symbols_embedding_dim=32, encoder_embedding_dim=32,
-            attention_rnn_dim=64, decoder_rnn_dim=64, prenet_dim=16, attention_dim=16,
-            attention_location_n_filters=4, attention_location_kernel_size=5, postnet_embedding_dim=16,
-            max_decoder_steps=60)
-
-
-def tiny_model(seed: int = 0, **overrides) -> Tacotron2:
-    torch.manual_seed(seed)
-    return Tacotron2(**{**TINY, **overrides})
-
-
-def padded_text(lengths: list[int], n_symbols: int = 20, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    generator = torch.Generator().manual_seed(seed)
-    text = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
-    for row, length in enumerate(lengths):
-        text[row, :length] = torch.randint(1, n_symbols, (length,), generator=generator)
-    return text, torch.tensor(lengths)
-
-
-def training_batch(text_lengths: list[int], mel_lengths: list[int], n_mel: int = 8, multiple: int = 1) -> dict:
-    text, text_lengths = padded_text(text_lengths)
-    n_frames = max(mel_lengths) + (-max(mel_lengths)) % multiple
-    generator = torch.Generator().manual_seed(1)
-    mel = torch.zeros(len(mel_lengths), n_mel, n_frames)
-    gate = torch.zeros(len(mel_lengths), n_frames)
-    for row, length in enumerate(mel_lengths):
-        # smooth, learnable targets: a few sinusoids per channel
-        phase = torch.rand(n_mel, 1, generator=generator) * 6.28
-        mel[row, :, :length] = torch.sin(torch.linspace(0, 3, length) + phase) - 2.0
-        gate[row, length - 1:] = 1.0
-    return {"text": text, "text_lengths": text_lengths, "mel": mel, "gate": gate,
-            "mel_lengths": torch.tensor(mel_lengths)}
+from tests.tacotron2.tiny_tacotron2 import TINY, padded_text, tiny_model, training_batch
 
 
 def stop_when_attention_reaches_end(model: Tacotron2, threshold: float = 1.0) -> None:
@@ -256,6 +224,7 @@ def test_bad_lengths_are_clear_errors():
         model(batch["text"], batch["text_lengths"], batch["mel"], torch.tensor([9, 5]))
 
 
+@pytest.mark.slow
 def test_tiny_model_overfits_one_batch():
     model = tiny_model(seed=1)
     batch = training_batch([5, 8], [20, 24])

@@ -8,16 +8,7 @@ import torch
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.test_families import run_args
-
-
-def train_args(corpus, output, *extra):
-    return run_args("Tacotron2", corpus, output, "--epochs", "3", *extra)  # the conformance test's tiny Tacotron 2
-
-
-def iteration_losses(log_file):
-    return [(tuple(r["step"]), r["data"]["train_loss"]) for r in read_dllogger_file(log_file)
-            if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 2]
+from tests.tacotron2.tiny_tacotron2 import iteration_losses, train_args
 
 
 def epoch_records(log_file):
@@ -25,6 +16,7 @@ def epoch_records(log_file):
             if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 1 and "train_loss" in r["data"]]
 
 
+@pytest.mark.slow
 def test_mid_epoch_checkpoint_resumes_exactly(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(train_args(synthetic_corpus, tmp_path / "straight", "--epochs", "2"))
@@ -73,6 +65,8 @@ def write_filelist(path, lines):
     ("wavs/a.wav|", r"bad.txt:2: empty transcript"),
     ("wavs/a.wav|   ", r"bad.txt:2: empty transcript"),
 ])
+
+
 def test_bad_filelist_lines_name_the_file_and_line(synthetic_corpus, tmp_path, line, message):
     good = synthetic_corpus.train_filelist.read_text().splitlines()[0]
     filelist = write_filelist(tmp_path / "bad.txt", [good, line])
@@ -100,6 +94,7 @@ def test_resuming_from_another_models_checkpoint_is_refused(synthetic_corpus, tm
                               str(tmp_path / "waveglow.pt")))
 
 
+@pytest.mark.slow
 def test_resuming_with_other_model_flags_is_refused(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
     train.main(train_args(synthetic_corpus, tmp_path / "run", "--epochs", "1"))
@@ -108,6 +103,7 @@ def test_resuming_with_other_model_flags_is_refused(synthetic_corpus, tmp_path):
                               "--prenet-dim", "16"))
 
 
+@pytest.mark.slow
 def test_tensorboard_gets_losses_learning_rate_images_and_audio(synthetic_corpus, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

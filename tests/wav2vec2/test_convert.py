@@ -153,6 +153,7 @@ def test_from_hf_tiny_models(tmp_path, variant):
                 compare_pretraining(hf, ours, source)
 
 
+@pytest.mark.slow
 def test_from_hf_base_size():
     """HF's Base configuration (group norm, post-LN, 95M parameters) on a short input."""
     hf = hf_model(Wav2Vec2ForPreTraining, Wav2Vec2Config(**EXACT))
@@ -209,6 +210,7 @@ def test_to_hf_tiny_models(tmp_path, variant):
     assert processor.feature_extractor.return_attention_mask == (variant == "stable-layer-norm")
 
 
+@pytest.mark.slow
 def test_to_hf_base_size():
     torch.manual_seed(0)
     ours = Wav2Vec2CTC(model_config_from({"dropout": 0.0, "attention_dropout": 0.0, "dropout_input": 0.0,

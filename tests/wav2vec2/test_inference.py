@@ -15,7 +15,7 @@ import inference
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.wav2vec2.test_training import finetune_args
+from tests.wav2vec2.tiny_finetuning import finetune_args
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,6 +64,7 @@ def test_wer_and_cer_against_the_references_beside_the_manifest(recognizer, synt
     assert [r["reference"] for r in per_utterance] == references
 
 
+@pytest.mark.slow
 def test_wav_files_at_another_rate_are_resampled(recognizer, synthetic_asr_corpus, tmp_path):
     manifest = synthetic_asr_corpus.test_sentences
     first = Path(manifest.read_text().splitlines()[0]) / manifest.read_text().splitlines()[1].split("\t")[0]
@@ -95,8 +96,9 @@ def test_bad_inputs_are_one_clear_error_naming_the_file(recognizer, synthetic_as
         transcribe(recognizer, [wrong_counts], tmp_path / "out", "--labels-path", str(small_dictionary))
 
 
+@pytest.mark.slow
 def test_a_pretrained_checkpoint_is_refused_with_what_to_do(synthetic_asr_corpus, tmp_path):
-    from tests.test_families import run_args
+    from tests.families import run_args
     train.main(run_args("wav2vec2", synthetic_asr_corpus, tmp_path / "pretrain", "--max-updates", "1"))
     completed = subprocess.run([sys.executable, str(REPO_ROOT / "inference.py"), "-m", "wav2vec2", "--checkpoint",
                                 str(tmp_path / "pretrain" / "checkpoint_wav2vec2_last.pt"), "-i",

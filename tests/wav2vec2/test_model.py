@@ -64,6 +64,7 @@ def base():
     return Wav2Vec2Model({})
 
 
+@pytest.mark.slow
 def test_base_parameter_counts_match_the_reference(base):
     assert count(base) == 95_044_608
     assert count(Wav2Vec2CTC({}, 32)) == 94_396_320
@@ -258,6 +259,7 @@ def test_time_and_channel_masks_replace_the_encoder_input():
         assert torch.allclose(all_channels, model.encoder(torch.zeros(2, frames, 32)), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_layerdrop_skips_layers_only_in_training():
     model = tiny(encoder_layerdrop=0.5, encoder_layers=4)
     calls = []

@@ -8,25 +8,18 @@ import train
 from common.checkpoint import load_checkpoint
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from tests.test_families import FAMILIES, run_args
+from tests.families import run_args
 from tests.training_runs import check_pinned_losses_and_exact_resume
-
-TINY_ARCHITECTURE = [flag for flag in FAMILIES["wav2vec2"].flags if flag != "pretrain"][:-4]  # no schedule flags
-FINETUNING = ["finetune", *TINY_ARCHITECTURE, "--mask-prob", "0.2", "--mask-channel-prob", "0.1",
-              "--mask-channel-length", "4", "--encoder-layerdrop", "0.0", "--max-updates", "1000"]
+from tests.wav2vec2.tiny_finetuning import finetune_args
 
 
-def finetune_args(corpus, output, *extra):
-    arguments = run_args("wav2vec2", corpus, output, *FINETUNING, *extra)
-    arguments.remove("pretrain")
-    return arguments
-
-
+@pytest.mark.slow
 def test_fine_tuning_loss_falls_to_pinned_values_and_resume_is_exact(synthetic_asr_corpus, tmp_path):
     check_pinned_losses_and_exact_resume(lambda output, *extra: finetune_args(synthetic_asr_corpus, output, *extra),
                                          [3514.792683919271, 3408.1587727864585, 3268.596638997396], tmp_path)
 
 
+@pytest.mark.slow
 def test_validation_reports_wer_and_cer_and_keeps_the_best_checkpoint(synthetic_asr_corpus, tmp_path):
     train.main(finetune_args(synthetic_asr_corpus, tmp_path, "--epochs", "2"))
     validations = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_wer" in r["data"]]
@@ -37,6 +30,7 @@ def test_validation_reports_wer_and_cer_and_keeps_the_best_checkpoint(synthetic_
     assert best["model_config"]["vocab_size"] == len(best["text"]["symbols"])
 
 
+@pytest.mark.slow
 def test_fine_tuning_starts_from_a_pretrained_checkpoint_of_ours(synthetic_asr_corpus, tmp_path):
     train.main(run_args("wav2vec2", synthetic_asr_corpus, tmp_path / "pretrain", "--epochs", "1"))
     pretrained_path = tmp_path / "pretrain" / "checkpoint_wav2vec2_last.pt"

@@ -2,16 +2,18 @@
 networks (--compile) within 1e-5 of eager, in training's forward pass, in inference and as inference.py's vocoder."""
 import argparse
 
+import pytest
 import torch
 
 from common.checkpoint import save_checkpoint
-from tests.waveglow.test_model import TINY, mel_and_audio, tiny_model
+from tests.waveglow.tiny_waveglow import TINY, mel_and_audio, tiny_model
 from waveglow.recipe import RECIPE
 from waveglow.vocoder import load_vocoder
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_conditioning_is_contiguous_with_the_values_of_the_strided_view():
     model = tiny_model()
     mel, audio = mel_and_audio()
@@ -23,6 +25,7 @@ def test_conditioning_is_contiguous_with_the_values_of_the_strided_view():
     assert torch.equal(spect, expected)
 
 
+@pytest.mark.slow
 def test_compiled_couplings_equal_eager_in_training_and_inference():
     eager, compiled = tiny_model(), tiny_model()
     names = list(compiled.state_dict())
@@ -43,6 +46,7 @@ def test_compiled_couplings_equal_eager_in_training_and_inference():
                                    **TOLERANCE)
 
 
+@pytest.mark.slow
 def test_compile_flag_compiles_the_vocoder_and_the_training_model(tmp_path):
     model = tiny_model(n_mel_channels=80)
     path = tmp_path / "waveglow.pt"

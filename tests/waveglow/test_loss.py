@@ -34,6 +34,7 @@ def test_sigma_must_be_positive():
         WaveGlowLoss(0.0)
 
 
+@pytest.mark.slow
 def test_recipe_step_counts_audio_samples_and_keeps_fp32():
     torch.manual_seed(0)
     model = RECIPE.build_model(dict(n_mel_channels=8, flows=4, groups=8, early_every=2, early_size=2,

@@ -6,37 +6,17 @@ import torch
 from common.audio import add_audio_args
 from common.checkpoint import remap_legacy_state_dict
 from common.layers import remove_weight_norm
+from tests.waveglow.tiny_waveglow import TINY, mel_and_audio, tiny_model
 from waveglow import arg_parser
 from waveglow.loss_function import WaveGlowLoss
 from waveglow.model import WaveGlow
-
-TINY = dict(n_mel_channels=8, flows=4, groups=8, early_every=2, early_size=2, wn_channels=16, wn_layers=2,
-            wn_kernel_size=3, hop_length=256, win_length=1024)
-MEL_FRAMES = 8  # 2048 samples
-
-
-def tiny_model(seed: int = 0, dtype=torch.float32, **overrides) -> WaveGlow:
-    torch.manual_seed(seed)
-    model = WaveGlow(**{**TINY, **overrides})
-    # The end layers start at zero (identity couplings); random ones make the couplings do something to test.
-    with torch.no_grad():
-        for wn in model.WN:
-            wn.end.weight.normal_(0, 0.05)
-            wn.end.bias.normal_(0, 0.05)
-    return model.to(dtype)
-
-
-def mel_and_audio(batch_size=2, frames=MEL_FRAMES, n_mel=8, dtype=torch.float32, seed=1):
-    generator = torch.Generator().manual_seed(seed)
-    mel = torch.randn(batch_size, n_mel, frames, generator=generator).to(dtype)
-    audio = (0.3 * torch.randn(batch_size, frames * 256, generator=generator)).to(dtype)
-    return mel, audio
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Shapes and sizes
 
 
+@pytest.mark.slow
 def test_forward_and_infer_shapes():
     model = tiny_model()
     mel, audio = mel_and_audio()
@@ -86,11 +66,14 @@ def test_flags_defaults_and_model_config():
     (dict(wn_kernel_size=4), "wn_kernel_size must be odd"),
     (dict(flows=0), "flows must be at least 1"),
 ])
+
+
 def test_bad_configurations_are_named(overrides, message):
     with pytest.raises(ValueError, match=message):
         WaveGlow(**{**TINY, **overrides})
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_named():
     model = tiny_model()
     mel, audio = mel_and_audio()
@@ -192,6 +175,7 @@ def test_infer_follows_an_optimizer_step():
     assert torch.allclose(after, fresh_infer(model, mel), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_infer_follows_load_state_dict():
     model = tiny_model(seed=0)
     mel, _ = mel_and_audio()

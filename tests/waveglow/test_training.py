@@ -7,7 +7,7 @@ import inference
 import train
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
-from tests.test_families import run_args
+from tests.families import run_args
 from tests.training_runs import train_losses
 
 TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
@@ -37,6 +37,7 @@ def trained_pair(synthetic_corpus, tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_text_to_wav_with_waveglow_and_denoiser(trained_pair, tmp_path):
     phrases = tmp_path / "phrases.txt"
     phrases.write_text("Hello there.\nThe second line.\n")
@@ -60,6 +61,7 @@ def test_waveglow_with_other_mel_parameters_is_refused(trained_pair, tmp_path):
                         "--waveglow", str(trained_pair / "waveglow_7k" / "checkpoint_WaveGlow_last.pt")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["--bf16", "--amp"])
 def test_mixed_precision_training_follows_fp32(synthetic_corpus, tmp_path, precision):
     """Autocast (bf16, or fp16 with loss scaling) through train.py: the loss curve stays near the fp32 one, nothing is

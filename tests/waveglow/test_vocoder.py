@@ -9,30 +9,9 @@ import torch
 import inference
 from common.checkpoint import load_trained_model
 from common.registry import get_recipe
-from tests.waveglow.test_reference_equations import legacy_state_dict, reference_infer
+from tests.conftest import NVIDIA_WAVEGLOW_ARCHITECTURE, NVIDIA_WAVEGLOW_CONFIG
+from tests.waveglow.reference_equations import legacy_state_dict, reference_infer
 from waveglow.vocoder import load_vocoder
-
-# A small architecture that is not the flag defaults, so only the file's config can build it. 80 mel channels: the
-# vocoder's audio parameters are the defaults for a file without ours.
-ARCHITECTURE = dict(n_mel_channels=80, flows=4, groups=8, early_every=2, early_size=2, wn_channels=8, wn_layers=2,
-                    wn_kernel_size=3, hop_length=256, win_length=1024)
-NVIDIA_CONFIG = {"n_mel_channels": 80, "n_flows": 4, "n_group": 8, "n_early_every": 2, "n_early_size": 2,
-                 "WN_config": {"n_layers": 2, "kernel_size": 3, "n_channels": 8}}
-
-
-@pytest.fixture(scope="module")
-def nvidia_checkpoint(tmp_path_factory):
-    state_dict = legacy_state_dict(ARCHITECTURE, seed=4)
-    parameter = torch.nn.Parameter(torch.zeros(3))
-    optimizer = torch.optim.Adam([parameter])
-    parameter.grad = torch.ones(3)
-    optimizer.step()
-    path = tmp_path_factory.mktemp("nvidia") / "checkpoint_WaveGlow_1000.pt"
-    torch.save({"epoch": 1000, "cuda_rng_state_all": torch.zeros(2, 16, dtype=torch.uint8),
-                "random_rng_states_all": torch.zeros(2, 5056, dtype=torch.uint8), "config": NVIDIA_CONFIG,
-                "state_dict": state_dict, "optimizer": optimizer.state_dict(),
-                "scaler": torch.amp.GradScaler("cpu").state_dict()}, path)
-    return path, state_dict
 
 
 def vocoder_args(**overrides):
@@ -49,7 +28,7 @@ def test_nvidia_training_checkpoint_builds_from_its_config_and_gives_the_referen
     audio = vocoder(mel)
     torch.manual_seed(11)
     with torch.no_grad():
-        expected = reference_infer(state_dict, mel, sigma=0.6, config=ARCHITECTURE).clamp(-1.0, 1.0)
+        expected = reference_infer(state_dict, mel, sigma=0.6, config=NVIDIA_WAVEGLOW_ARCHITECTURE).clamp(-1.0, 1.0)
     assert audio.shape == (1, 5 * 256)
     torch.testing.assert_close(audio, expected, rtol=1e-5, atol=1e-5)
 
@@ -61,6 +40,7 @@ def test_a_channel_flag_that_contradicts_the_file_is_refused(nvidia_checkpoint):
     assert load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu")).model.WN[0].n_channels == 8
 
 
+@pytest.mark.slow
 def test_bare_weights_take_the_architecture_from_the_flags(nvidia_checkpoint, tmp_path):
     _, state_dict = nvidia_checkpoint
     path = tmp_path / "weights_only.pt"
@@ -71,7 +51,7 @@ def test_bare_weights_take_the_architecture_from_the_flags(nvidia_checkpoint, tm
                                          r"check the model flags, e.g. --wn-channels"):
         load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu"))
     # Weights of the default architecture load with the channel flag alone.
-    default_architecture = {**ARCHITECTURE, "flows": 12, "early_every": 4, "wn_layers": 8}
+    default_architecture = {**NVIDIA_WAVEGLOW_ARCHITECTURE, "flows": 12, "early_every": 4, "wn_layers": 8}
     torch.save({"state_dict": legacy_state_dict(default_architecture)}, path)
     vocoder = load_vocoder(str(path), vocoder_args(wn_channels=8), torch.device("cpu"))
     assert len(vocoder.model.WN) == 12 and vocoder.model.WN[0].n_channels == 8
@@ -85,6 +65,7 @@ def test_an_unreadable_nvidia_config_names_the_file(nvidia_checkpoint, tmp_path)
         load_vocoder(str(path), vocoder_args(), torch.device("cpu"))
 
 
+@pytest.mark.slow
 def test_weights_saved_after_weight_norm_removal_give_the_same_audio(nvidia_checkpoint, tmp_path):
     """NVIDIA's inference removes weight norm after loading, and users save that model's state dict: one plain
     `weight` per convolution instead of weight_g/weight_v. It loads, and gives the original's audio for a seed."""
@@ -94,7 +75,7 @@ def test_weights_saved_after_weight_norm_removal_give_the_same_audio(nvidia_chec
     assert "WN.0.start.weight" in folded_state and not any("parametrizations" in key for key in folded_state)
     folded = tmp_path / "waveglow_folded.pt"
     torch.save({"state_dict": {f"module.{key}": value for key, value in folded_state.items()},
-                "config": NVIDIA_CONFIG}, folded)
+                "config": NVIDIA_WAVEGLOW_CONFIG}, folded)
     mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(5))
     reloaded = load_vocoder(str(folded), vocoder_args(denoising_strength=0.01), torch.device("cpu"))
     original = load_vocoder(str(path), vocoder_args(denoising_strength=0.01), torch.device("cpu"))

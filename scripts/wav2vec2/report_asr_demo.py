@@ -1,0 +1,122 @@
+"""Summarise an ASR demo run (scripts/wav2vec2/demo_asr.sh): CER and WER on held-out sentences and the held-out voice.
+
+    python -m scripts.wav2vec2.report_asr_demo --output-dir output/demo_asr --data data/asr [--seconds 1234]
+        [--train-seconds 1100] [--target-cer 15]
+
+Reads what the demo's steps wrote into --output-dir: the training log (nvlog.json: updates, epochs, the last
+validation) and one inference folder per test split (<split>/nvlog.json, from `inference.py -m wav2vec2`: corpus WER
+and CER, per-utterance predictions). Writes report.json (every figure below, a few example transcripts per split)
+and report.txt (what it prints) into --output-dir.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from common.logger import read_dllogger_file
+from wav2vec2.data_function import read_manifest
+
+SPLITS = ("test_sentences", "test_voice")
+DESCRIPTIONS = {"test_sentences": "held-out sentences, training voices",
+                "test_voice": "the held-out sentences spoken by a voice never heard in training"}
+EXAMPLES = 3  # transcripts shown per split
+SAMPLING_RATE = 16000  # the ASR corpus's (scripts/data/asr_corpus.py)
+
+
+def log_records(path: Path) -> list[dict]:
+    return [record["data"] for record in read_dllogger_file(path) if record["type"] == "LOG"]
+
+
+def training_summary(log: Path) -> dict:
+    """Updates and epochs of the run (the last run_time record: a resumed run logs one per invocation), the last
+    validation, and the training wall time summed over invocations."""
+    records = log_records(log)
+    ends = [record for record in records if "run_time" in record]
+    validations = [record for record in records if "val_cer" in record]
+    summary = {"updates": ends[-1]["iterations"] if ends else None, "epochs": ends[-1]["epochs"] if ends else None,
+               "train_run_seconds": sum(record["run_time"] for record in ends)}
+    if validations:
+        summary["valid"] = {"wer": validations[-1]["val_wer"], "cer": validations[-1]["val_cer"]}
+    return summary
+
+
+def last_run(log: Path) -> list[dict]:
+    """The records of the log's last run (a log is appended to: each run starts with its PARAMETER record)."""
+    records = [record for record in read_dllogger_file(log) if record["type"] == "LOG"]
+    starts = [index for index, record in enumerate(records) if record["step"] == "PARAMETER"]
+    return [record["data"] for record in records[starts[-1] if starts else 0:]]
+
+
+def split_summary(inference_log: Path) -> dict:
+    """Corpus WER/CER of one test split (its log's last run), with a few transcripts next to their references."""
+    records = last_run(inference_log)
+    corpus = [record for record in records if "utterances" in record and "wer" in record and "name" not in record]
+    if not corpus:
+        raise SystemExit(f"{inference_log}: no corpus WER/CER (was the manifest's .wrd beside it?)")
+    utterances = [record for record in records if "prediction" in record]
+    return {"utterances": corpus[-1]["utterances"], "audio_seconds": corpus[-1]["audio_seconds"],
+            "wer": corpus[-1]["wer"], "cer": corpus[-1]["cer"],
+            "examples": [{"reference": record["reference"], "prediction": record["prediction"]}
+                         for record in utterances[:EXAMPLES]]}
+
+
+def corpus_summary(data: Path) -> dict:
+    sizes = {}
+    for split in ("train", "valid", *SPLITS):
+        if (data / f"{split}.tsv").is_file():
+            manifest = read_manifest(data / f"{split}.tsv", check_audio=False)
+            samples = sum(num_samples for _, num_samples in manifest.entries)
+            sizes[split] = {"utterances": len(manifest), "minutes": samples / SAMPLING_RATE / 60}
+    return sizes
+
+
+def format_report(report: dict) -> str:
+    lines = ["== ASR demo summary =="]
+    if report.get("total_seconds") is not None:
+        lines.append(f"wall time: {report['total_seconds'] // 60} min {report['total_seconds'] % 60} s"
+                     + (f" (training {report['train_seconds']} s)" if report.get("train_seconds") is not None
+                        else ""))
+    train = report["corpus"].get("train")
+    if train:
+        lines.append(f"corpus: {train['utterances']} training utterances ({train['minutes']:.1f} min of audio)")
+    lines.append(f"trained {report['updates']} updates ({report['epochs']} epochs)")
+    if "valid" in report:
+        lines.append(f"last validation: WER {report['valid']['wer']:.2f} %, CER {report['valid']['cer']:.2f} %")
+    for split in SPLITS:
+        result = report["splits"][split]
+        lines.append(f"{split} ({DESCRIPTIONS[split]}; {result['utterances']} utterances): "
+                     f"WER {result['wer']:.2f} %, CER {result['cer']:.2f} %")
+        for example in result["examples"]:
+            lines.append(f"    ref: {example['reference']}")
+            lines.append(f"    hyp: {example['prediction']}")
+    verdict = "met" if report["target_met"] else "NOT met"
+    lines.append(f"target CER below {report['target_cer']:g} % on test_sentences: {verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output-dir", required=True, help="the demo's output folder (training log, test folders)")
+    parser.add_argument("--data", required=True, help="the corpus folder (its manifests give the corpus size)")
+    parser.add_argument("--checkpoint", default=None, help="the checkpoint that was tested (recorded only)")
+    parser.add_argument("--seconds", type=int, default=None, help="wall time of the whole demo")
+    parser.add_argument("--train-seconds", type=int, default=None, help="wall time of the training step")
+    parser.add_argument("--target-cer", type=float, default=15.0, help="the CER on test_sentences to beat, in %%")
+    args = parser.parse_args(argv)
+
+    output = Path(args.output_dir)
+    report = {"checkpoint": args.checkpoint, "total_seconds": args.seconds, "train_seconds": args.train_seconds,
+              "corpus": corpus_summary(Path(args.data)), **training_summary(output / "nvlog.json"),
+              "splits": {split: split_summary(output / split / "nvlog.json") for split in SPLITS},
+              "target_cer": args.target_cer}
+    report["target_met"] = report["splits"]["test_sentences"]["cer"] < args.target_cer
+    text = format_report(report)
+    print("\n" + text, end="")
+    (output / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (output / "report.txt").write_text(text, encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""A tiny HiFi-GAN generator, a checkpoint of it in the layout train.py -m HiFiGAN writes, and random log mels: for the
+HiFi-GAN inference and export tests and the scripts that vocode with HiFi-GAN."""
+import torch
+
+from common.audio import AudioParams
+from common.checkpoint import save_checkpoint
+from hifigan.model import Generator
+
+# hop 8 * 8 * 4 = 256 as the audio parameters say; both fusion blocks dilated, so the receptive field is not trivial
+TINY_GENERATOR = {"resblock": "1", "upsample_rates": [8, 8, 4], "upsample_kernel_sizes": [16, 16, 8],
+                  "upsample_initial_channel": 16, "resblock_kernel_sizes": [3, 5],
+                  "resblock_dilation_sizes": [[1, 2], [1, 3]]}
+
+
+def tiny_generator(seed=0, config=TINY_GENERATOR):
+    torch.manual_seed(seed)
+    return Generator(**config).eval()
+
+
+def save_our_checkpoint(path, ema=False, audio_params=AudioParams(), seed=0):
+    """A checkpoint in the layout train.py -m HiFiGAN writes (the discriminators' weights, which inference skips,
+    stood for by one tensor). Returns the generator and the EMA generator whose weights it holds."""
+    generator = tiny_generator(seed)
+    state_dict = {f"generator.{key}": value for key, value in generator.state_dict().items()}
+    average = None
+    if ema:
+        average = tiny_generator(seed + 1)  # other weights than the generator's, so a mix-up shows
+        state_dict.update({f"generator_ema.{key}": value for key, value in average.state_dict().items()})
+    state_dict["mpd.discriminators.0.conv_post.bias"] = torch.zeros(1)
+    save_checkpoint({"format_version": 1, "model_name": "HiFiGAN", "audio_params": audio_params.to_dict(),
+                     "model_config": {"generator": TINY_GENERATOR, "mpd_periods": [2, 3, 5, 7, 11], "ema": ema},
+                     "state_dict": state_dict}, path)
+    return generator, average
+
+
+def log_mel(frames, batch=1, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(batch, 80, frames, generator=generator) * 10.0 - 9.0

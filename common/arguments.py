@@ -111,7 +111,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
                           help="TF32 matmuls and convolutions on Ampere and newer GPUs")
     training.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
-                          help="torch.compile the model's hot loops (what each family compiles: README)")
+                          help="torch.compile the model's hot loops (what each family compiles: <family>/README.md)")
     training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
     training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
     training.add_argument("--num-workers", type=int, default=2, help="data loader worker processes")

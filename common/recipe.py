@@ -3,8 +3,8 @@
 train.py looks the recipe up by `-m NAME`, adds its flags to the parser, and hands it to common.trainer, which owns
 everything else: devices, precision, DDP, the training loop, the LR schedule, checkpoints and logging. A recipe
 says what is particular to its family: the model and its parts, the data and how it is batched, the loss, and
-what validation measures. Only the first eight fields are required; README's "Adding a model family" walks through
-them.
+what validation measures. Only the first eight fields are required; docs/adding_a_family.md walks
+through them.
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ import torch
 from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, config_dict,
                               config_from_args, flag, not_a_flag, read_reference_spellings)
 from common.errors import UserError, UserFileNotFoundError
-from hifigan.model import PRESETS, Generator
+from hifigan.model import MPD_PERIODS, PRESETS, Generator
 
 # Every key of jik876's config_v1/v2/v3.json: the generator's, and training/audio settings this file does not use
 # (the audio ones are checked against the audio flags). Anything else in a --hifigan-config file is a mistake.
@@ -100,7 +100,7 @@ class HiFiGANConfig:
     """HiFiGAN's constructor arguments (hifigan/model.py), saved in every checkpoint as model_config."""
     generator: dict = not_a_flag("generator_config: --hifigan-preset, GeneratorSizes' flags, --hifigan-config")
     ema: bool = not_a_flag("--ema-decay above 0", False)
-    mpd_periods: list[int] = flag([2, 3, 5, 7, 11], "periods of the multi-period discriminator",
+    mpd_periods: list[int] = flag(list(MPD_PERIODS), "periods of the multi-period discriminator",
                                   action=IntListAction)
     discriminator_width_divisor: int = flag(
         1, "divide the discriminators' channels (small experiments, tests; published: 1)", choices=[1, 2, 4, 8],
@@ -196,7 +196,7 @@ def config_from_reference(config: dict) -> dict:
     generator = {key: config[key] for key in GENERATOR_KEYS}
     generator["resblock"] = str(generator["resblock"])
     generator["n_mel_channels"] = config.get("num_mels", 80)
-    return {"generator": generator, "mpd_periods": [2, 3, 5, 7, 11], "ema": False}
+    return {"generator": generator, "mpd_periods": list(MPD_PERIODS), "ema": False}
 
 
 # ---- NVIDIA's command line -------------------------------------------------------------------------------------

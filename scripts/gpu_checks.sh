@@ -223,7 +223,7 @@ stage_hifigan() {
         timeout -k 5 "${T_TRAINING_RUN:-120}" "$PYTHON" -m scripts.benchmark_training --warmup 3 \
             --iterations "${TRAIN_ITERATIONS:-20}" --json "$LOG_DIR/hifigan_training_$precision.json" -- \
             -m HiFiGAN -o "$WORK_DIR/bench_hifigan" -d "$DATA" --training-files "$TRAIN_LIST" \
-            --validation-files "$VAL_LIST" -bs 16 --segment-size 8192 -lr 3e-4 --epochs 1 --num-workers 8 --quiet \
+            --validation-files "$VAL_LIST" -bs 16 --segment-length 8192 -lr 3e-4 --epochs 1 --num-workers 8 --quiet \
             "--$precision" || status=1
     done
     rm -rf "$WORK_DIR/hifigan_amp"

@@ -16,6 +16,7 @@ map onto this project's model_config in wav2vec2/reference_config.py, and the we
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from common.audio import AudioParams
 from common.checkpoint import FORMAT_VERSION, describe_source, load_model_state
 from common.errors import UserError
 from common.safe_unpickle import read_restricted
+from wav2vec2.arg_parser import CTCHeadConfig
 from wav2vec2.dictionary import Dictionary
 from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model
 from wav2vec2.reference_config import flatten_reference_args, pretraining_args_of, reference_model_config
@@ -149,7 +151,7 @@ def load_reference_model(path: str | Path, flag: str | None = None, architecture
 # ---- any wav2vec 2.0 file: ours, NVIDIA's, fairseq's ---------------------------------------------------------------
 
 MODEL_NAME = "wav2vec2"
-FINETUNING_KEYS = ("vocab_size", "final_dropout", "freeze_finetune_updates")  # a CTC model's config has these too
+FINETUNING_KEYS = tuple(field.name for field in dataclasses.fields(CTCHeadConfig))  # a CTC model's config has these too
 
 
 def load_any_checkpoint(path: str | Path, flag: str | None = None) -> tuple[dict, dict]:

@@ -46,7 +46,7 @@ if [[ " $STAGES " == *" training "* ]]; then
     if [ "$quick" = true ]; then size=(--warmup 1 --iterations 1); else size=(--iterations "${ITERATIONS:-10}"); fi
     echo "== HiFi-GAN training step: v1 generator + MPD + MSD, segment 8192, batch ${BATCH_SIZE:-4} ($DEVICE)"
     "$PYTHON" -m scripts.benchmark_training "${size[@]}" --json "$OUT/hifigan_training.json" -- \
-        -m HiFiGAN -o "$OUT/train_hifigan" -d "$DATA_DIR" -bs "${BATCH_SIZE:-4}" --segment-size 8192 -lr 3e-4 --epochs 1 \
+        -m HiFiGAN -o "$OUT/train_hifigan" -d "$DATA_DIR" -bs "${BATCH_SIZE:-4}" --segment-length 8192 -lr 3e-4 --epochs 1 \
         --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
         --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --num-workers 1 --quiet "${device_flag[@]}"
 fi

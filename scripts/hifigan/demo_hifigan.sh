@@ -27,7 +27,7 @@ train() {
     "$PYTHON" train.py -m HiFiGAN --hifigan-preset v2 -o "$OUTPUT_DIR" -d "$DATA_DIR" \
         --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
         --validation-files "$FILELISTS/synthetic_audio_text_val.txt" -lr 2e-4 -bs "${BATCH_SIZE:-4}" \
-        --segment-size "${SEGMENT_SIZE:-8192}" --epochs 100000 --val-interval-updates 1000000 --cpu --num-workers 1 \
+        --segment-length "${SEGMENT_SIZE:-8192}" --epochs 100000 --val-interval-updates 1000000 --cpu --num-workers 1 \
         --resume-from-last --quiet "$@" ${TRAIN_FLAGS[@]+"${TRAIN_FLAGS[@]}"}
 }
 TRAIN_FLAGS=("$@")

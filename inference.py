@@ -6,7 +6,9 @@
     python inference.py -i phrases/phrase_128.txt -o output/bench --tacotron2 CKPT --batch-size 4 --benchmark-repeats 20
     python inference.py -m WaveGlow -i output/wavs/mels -o output/vocoded --waveglow CKPT     # mel .pt files to wavs
 
-`python inference.py -m NAME --help` lists the flags of that model. Each family's part is the InferencePart its
+`python inference.py -m NAME --help` lists the flags of that model; `--dry-run` prints what they resolve to and
+exits. NVIDIA's inference command lines are read as they are (`--flag_name` spellings and the part's
+translate_argv; tests/data/nvidia_inference_command_lines.json). Each family's part is the InferencePart its
 inference.py declares (INFERENCE, common/inference_part.py); the flags every part shares are in
 common/inference_args.py. A mistake in what was given (a missing or damaged file, a checkpoint of another model) ends
 in one `error: ...` line, exit code 2.
@@ -14,10 +16,14 @@ in one `error: ...` line, exit code 2.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+import torch
+
+from common.arguments import compatibility_group, read_reference_spellings
 from common.errors import ArgumentParser, exit_on_user_error
-from common.inference_args import add_inference_args
+from common.inference_args import add_inference_args, check_inference_args
 from common.registry import DEFAULT_INFERENCE, INFERENCE, get_inference_part, model_name_in
 
 
@@ -30,12 +36,28 @@ def build_parser(model_name: str | None = None) -> argparse.ArgumentParser:
     add_inference_args(parser)
     if model_name in INFERENCE:  # otherwise parse_args reports the bad -m value with the choices
         get_inference_part(model_name).add_args(parser)
+    compatibility_group(parser)  # --help says that NVIDIA's `--flag_name` spellings are read
     return parser
+
+
+def parse_inference_args(argv: list[str]) -> argparse.Namespace:
+    """inference.py's flags for argv: the model's parser, with the reference's spellings translated."""
+    model_name = model_name_in(argv) or DEFAULT_INFERENCE
+    parser = build_parser(model_name)
+    part = get_inference_part(model_name) if model_name in INFERENCE else None
+    translate_argv = part.translate_argv if part is not None and part.translate_argv else read_reference_spellings
+    return parser.parse_args(translate_argv(argv, parser))
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(model_name_in(argv)).parse_args(argv)
+    args = parse_inference_args(argv)
+    check_inference_args(args)
+    if args.dry_run:
+        print(json.dumps({"model_name": args.model_name, "args": vars(args)}, indent=2, default=str))
+        return
+    if args.cudnn_benchmark:
+        torch.backends.cudnn.benchmark = True
     get_inference_part(args.model_name).run(args)
 
 

@@ -324,6 +324,12 @@ def read_reference_spellings(argv: list[str], parser: argparse.ArgumentParser, r
     return translated
 
 
+def path_from_current_folder(text: str) -> str:
+    """The type of NVIDIA's `--log_file`, a path from the current folder (this project's --log-file is relative to
+    --output): made absolute, which --output then leaves as it is."""
+    return str(Path(text).resolve())
+
+
 def compatibility_group(parser: argparse.ArgumentParser):
     """The --help section of what a parser accepts only for NVIDIA's command lines (made on first use)."""
     for group in parser._action_groups:

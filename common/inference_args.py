@@ -1,5 +1,11 @@
 """What every `inference.py -m NAME` shares: output, device and precision, seed, logging and benchmark flags, and the
 helpers that act on them (device, autocast, timing, latency statistics), so each family's part stays about its model.
+
+NVIDIA's inference scripts are read as train.py reads its training scripts (common/arguments.py:
+read_reference_spellings): `--warmup_steps` is `--warmup-steps`, HiFi-GAN's `--repeats R` is a benchmark of R runs,
+`--cuda` is accepted for compatibility, and a flag of theirs this project cannot honour is refused with why
+(RefusedFlag). tests/data/nvidia_inference_command_lines.json holds the scripts' command lines, each run through
+--dry-run.
 """
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from common.arguments import add_device_args
+from common.arguments import add_compatibility_flags, add_device_args, non_negative_int, positive_int
 from common.errors import UserError
 from common.logger import RunLogger
 
@@ -27,15 +33,47 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
     add_device_args(group)
     group.add_argument("--seed", type=int, default=1234,
                        help="seeds every random draw (Tacotron 2's prenet dropout, the vocoder's noise)")
-    group.add_argument("--log-file", default="nvlog.json", help="DLLogger file, relative to --output")
+    group.add_argument("--log-file", default="nvlog.json",
+                       help="DLLogger file, relative to --output; a path that already begins with --output (what "
+                            "NVIDIA's scripts pass: $OUTPUT_DIR/nvlog_infer.json) is taken as it is")
     group.add_argument("--include-warmup", action="store_true",
                        help=f"run {WARMUP_RUNS} warm-up batches before the measured ones (first-call costs excluded)")
+    group.add_argument("--warmup-steps", type=non_negative_int, default=None, metavar="N",
+                       help=f"warm-up runs of the first batch before the measured ones (default: {WARMUP_RUNS} before "
+                            "a --benchmark-repeats benchmark or with --include-warmup, else none)")
     group.add_argument("--benchmark-repeats", type=int, default=0,
                        help="benchmark mode: synthesize the first batch N times and report latency statistics")
+    group.add_argument("--repeats", dest="benchmark_repeats", type=reference_repeats, default=argparse.SUPPRESS,
+                       metavar="R", help="NVIDIA's HiFi-GAN/FastPitch inference: R passes for benchmarking; 1 (its "
+                                         "default) is an ordinary run, more is --benchmark-repeats R")
+    group.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+                       help="let cuDNN time its convolution algorithms for each new shape and keep the fastest")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print the resolved flags and exit without loading anything")
     group.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                        help="torch.compile the model's hot loops (Tacotron 2's decoder step, WaveGlow's coupling "
                             "networks; tacotron2/RESULTS.md: what pays where). The first batch pays the compile time")
     group.add_argument("--quiet", action="store_true")
+    add_compatibility_flags(parser, {"--cuda": dict(help="NVIDIA's switch to the GPU: a GPU is used here whenever "
+                                                         "there is one (--cpu refuses it)")})
+
+
+def reference_repeats(text: str) -> int:
+    """NVIDIA's --repeats R -> --benchmark-repeats: R = 1 is its ordinary run (outputs written), more a benchmark."""
+    repeats = positive_int(text)
+    return 0 if repeats == 1 else repeats
+
+
+class RefusedFlag(argparse.Action):
+    """A flag of NVIDIA's command lines that this project cannot honour: giving it ends in one error line saying
+    why and what to do instead, rather than being ignored. `nargs` as the reference's flag takes values."""
+
+    def __init__(self, option_strings, dest, why: str, nargs=0, **keywords):
+        super().__init__(option_strings, dest, nargs=nargs, default=argparse.SUPPRESS, **keywords)
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise argparse.ArgumentError(self, self.why)
 
 
 def check_inference_args(args: argparse.Namespace) -> None:
@@ -77,10 +115,21 @@ class Stopwatch:
         self.seconds = time.perf_counter() - self.start
 
 
+def log_file_path(args: argparse.Namespace) -> Path:
+    """--log-file under --output, unless it is absolute or already begins with --output (NVIDIA's scripts pass
+    $OUTPUT_DIR/nvlog_infer.json, a path from the current folder)."""
+    output, log_file = Path(args.output), Path(args.log_file)
+    if log_file.is_absolute() or log_file.parts[:len(output.parts)] == output.parts:
+        return log_file
+    return output / log_file
+
+
 def open_run_logger(args: argparse.Namespace) -> RunLogger:
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
-    return RunLogger(output / args.log_file)
+    log_file = log_file_path(args)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    return RunLogger(log_file)
 
 
 def latency_statistics(latencies: list[float]) -> dict:
@@ -104,7 +153,10 @@ def benchmark(measure: Callable[[int], dict], args: argparse.Namespace, averaged
 
 
 def warm_up(measure: Callable[[int], object], args: argparse.Namespace, force: bool = False) -> None:
-    """The warm-up runs of --include-warmup (always before a benchmark), each with its own seed."""
-    if force or args.include_warmup:
-        for repeat in range(WARMUP_RUNS):
-            measure(args.seed + repeat)
+    """The warm-up runs of --include-warmup (always before a benchmark), each with its own seed: --warmup-steps of
+    them if given, else WARMUP_RUNS."""
+    runs = getattr(args, "warmup_steps", None)
+    if runs is None:
+        runs = WARMUP_RUNS if force or args.include_warmup else 0
+    for repeat in range(runs):
+        measure(args.seed + repeat)

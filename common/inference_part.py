@@ -16,3 +16,6 @@ class InferencePart:
     name: str  # the -m value: the family's Recipe.name
     add_args: Callable[[argparse.ArgumentParser], None]  # the part's own flags (inputs, checkpoints, vocoder choice)
     run: Callable[[argparse.Namespace], None]  # reads the inputs, writes the outputs under --output
+    # NVIDIA's command line -> this project's, where the part's reference names flags otherwise (as
+    # Recipe.translate_argv); None: common.arguments.read_reference_spellings (`--flag_name` is `--flag-name`).
+    translate_argv: Callable[[list[str], argparse.ArgumentParser], list[str]] | None = None

@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, config_dict,
-                              config_from_args, flag, not_a_flag, read_reference_spellings)
+                              config_from_args, flag, not_a_flag, path_from_current_folder,
+                              read_reference_spellings)
 from common.errors import UserError, UserFileNotFoundError
 from hifigan.model import MPD_PERIODS, PRESETS, Generator
 
@@ -209,10 +210,6 @@ COMPATIBILITY_FLAGS = {
     "--samples_interval": dict(metavar="EPOCHS", type=int, help="audio samples go to TensorBoard at every "
                                                                  "validation here"),
 }
-
-
-def path_from_current_folder(text: str) -> str:
-    return str(Path(text).resolve())
 
 
 def add_reference_args(parser: argparse.ArgumentParser) -> None:

@@ -5,6 +5,13 @@ a vocoder).
 Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order),
 alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with --save-mels (the input
 of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file.
+
+NVIDIA's Tacotron 2 inference.py command line (its README's: `--fp16` is --amp, `-sr` and `--stft-hop-length` are
+the checkpoint's) and its HiFi-GAN scripts/inference_example.sh (FastPitch + HiFi-GAN through that model's
+inference.py) parse here with the same meaning where there is one (add_reference_args, translate_argv): -i also
+takes its .tsv filelists (the `text` column), and --warmup-steps, --repeats, --cudnn-benchmark, --cuda are every
+part's (common/inference_args.py). FastPitch is not part of this framework: --fastpitch is refused, naming
+--tacotron2 instead.
 """
 from __future__ import annotations
 
@@ -19,8 +26,10 @@ from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
 from common.checkpoint import load_trained_model
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
-from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
-                                   inference_dtype, open_run_logger, warm_up)
+from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group,
+                              read_reference_spellings)
+from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,
+                                   inference_device, inference_dtype, open_run_logger, warm_up)
 from common.inference_part import InferencePart
 from common.layers import lengths_to_mask
 from common.logger import plot_to_image
@@ -33,7 +42,9 @@ from tacotron2.recipe import RECIPE
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Tacotron 2 (text to mel)")
-    group.add_argument("-i", "--input", required=True, help="text file, one utterance per line")
+    group.add_argument("-i", "--input", required=True,
+                       help="text file, one utterance per line, or a .tsv with a header line naming a `text` column "
+                            "(NVIDIA's FastPitch/HiFi-GAN filelists)")
     group.add_argument("--tacotron2", required=True, help="Tacotron 2 checkpoint (ours or NVIDIA's published one)")
     group.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=None,
                        help="run Tacotron 2 through TorchScript (default: on with --cpu)")
@@ -47,6 +58,65 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--save-mels", action="store_true",
                        help="write each utterance's mel as mel_<line number><suffix>.pt (for inference.py -m WaveGlow)")
     add_vocoder_args(parser)
+    add_reference_args(parser)
+
+
+def only_speaker_zero(text: str) -> int:
+    if int(text) != 0:
+        raise argparse.ArgumentTypeError(f"Tacotron 2 here has one speaker, 0; got {text}")
+    return 0
+
+
+# NVIDIA's names of this part's flags (Tacotron 2's inference.py).
+REFERENCE_FLAG_NAMES = {"--fp16": "--amp"}
+# Flags of NVIDIA's Tacotron 2 inference.py and of its HiFi-GAN/FastPitch one (scripts/inference_example.sh) with
+# nothing to do here.
+COMPATIBILITY_FLAGS = {
+    "--stft_hop_length": dict(type=int, metavar="N", help="the hop length is the Tacotron 2 checkpoint's (NVIDIA's "
+                                                          "must equal it too)"),
+    "--speaker": dict(type=only_speaker_zero, metavar="ID", help="0 only: a multi-speaker FastPitch's speaker; "
+                                                                 "Tacotron 2 here has one"),
+    "--p_arpabet": dict(type=float, metavar="P", help="the text front-end (ARPAbet included) is the one the Tacotron "
+                                                      "2 checkpoint was trained with, as NVIDIA's takes p_arpabet "
+                                                      "from its checkpoints"),
+    "--dataset_path": dict(metavar="DIR", help="where a .tsv's mel and pitch columns are, which NVIDIA's reads only "
+                                               "to vocode ground-truth mels (here: -m HiFiGAN -i MELS) or report a "
+                                               "mel loss; text to wav reads only the text"),
+}
+
+
+def add_reference_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fastpitch", action=RefusedFlag, nargs=1, metavar="CKPT",
+                        why="FastPitch is not part of this framework: give a Tacotron 2 checkpoint with --tacotron2 "
+                            "(the vocoder flags stay as they are), or vocode mel files with -m HiFiGAN",
+                        help="refused: FastPitch is not part of this framework (use --tacotron2)")
+    add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
+    compatibility_group(parser).add_argument(  # "-sr" is one flag, not -s with the value "r"
+        "-sr", "--sampling_rate", "--sampling-rate", dest="compat_sampling_rate", type=int, metavar="HZ",
+        help="compatibility only: the wavs are written at the Tacotron 2 checkpoint's rate (NVIDIA's only labels "
+             "the wav with this one)")
+    add_reference_names(parser, REFERENCE_FLAG_NAMES)
+
+
+def translate_argv(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """NVIDIA's command line -> this part's: REFERENCE_FLAG_NAMES, and `--flag_name` to `--flag-name`."""
+    return read_reference_spellings(argv, parser, REFERENCE_FLAG_NAMES)
+
+
+def tsv_text_column(path: Path, lines: list[str]) -> list[str]:
+    """The `text` field of each line of a .tsv whose first line names the columns (NVIDIA's FastPitch/HiFi-GAN
+    inference filelists: mel, output, text); the header becomes an empty line, so line numbers stay the file's."""
+    columns = lines[0].split("\t")
+    if "text" not in columns:
+        raise UserError(f"-i {path}: a .tsv's first line names its columns, and one must be `text`; got {lines[0]!r}")
+    column = columns.index("text")
+    texts = [""]
+    for number, line in enumerate(lines[1:], 2):
+        fields = line.split("\t")
+        if line.strip() and len(fields) != len(columns):
+            raise UserError(f"-i {path}:{number}: {len(fields)} fields, but the header names {len(columns)}")
+        texts.append(fields[column] if line.strip() else "")
+    return texts
 
 
 def read_phrases(path: str | Path) -> list[tuple[int, str]]:
@@ -54,8 +124,10 @@ def read_phrases(path: str | Path) -> list[tuple[int, str]]:
     path = Path(path)
     if not path.is_file():
         raise UserFileNotFoundError(f"input file not found: {path} (-i)")
-    phrases = [(number, line.strip()) for number, line in enumerate(read_text_file(path, "-i").splitlines(), 1)
-               if line.strip()]
+    lines = read_text_file(path, "-i").splitlines()
+    if path.suffix == ".tsv" and lines:
+        lines = tsv_text_column(path, lines)
+    phrases = [(number, line.strip()) for number, line in enumerate(lines, 1) if line.strip()]
     if not phrases:
         raise UserError(f"input file {path} has no text (-i): give one utterance per line")
     return phrases
@@ -203,4 +275,4 @@ def run(args: argparse.Namespace) -> None:
     logger.close()
 
 
-INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run)
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv)

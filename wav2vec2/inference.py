@@ -12,6 +12,13 @@ come back in input order. Greedy CTC decoding. With references beside the manife
 WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
 predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x labels).
 --benchmark-repeats N times N passes over the first batch after warm-up: latency percentiles and real-time factor.
+
+NVIDIA's scripts/inference.sh command line runs as it is (translate_argv): `--w2v_path` is --checkpoint, `--data DIR
+--valid_subset NAME` is -i DIR/NAME.tsv, `--output_dir` is -o, `--fp16` is --amp, `--steps N --warmup_steps W` a
+benchmark of N runs after W warm-up ones (NVIDIA's cycles through the batches; the first, longest batch is measured
+here, after the full pass that gives the WER), `--log_file` a path from the current folder. Its training-only flags
+(masking, dropout, LayerDrop) are accepted for compatibility; `--torchscript`, `--torchscript_export` and
+`--max_duration` are refused with why.
 """
 from __future__ import annotations
 
@@ -22,12 +29,15 @@ from pathlib import Path
 import torch
 
 from common.audio import load_wav
+from common.arguments import (add_compatibility_flags, add_reference_names, path_from_current_folder,
+                              read_reference_spellings)
 from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
-from common.inference_args import (Stopwatch, autocast, benchmark, check_inference_args, inference_device,
-                                   inference_dtype, open_run_logger)
+from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,
+                                   inference_device, inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
 from wav2vec2 import checkpoints
+from wav2vec2.arg_parser import no_ema
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -44,6 +54,85 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")
     group.add_argument("--save-logits", action="store_true", help="write logits/<n>.pt per utterance")
+    add_reference_args(parser)
+
+
+# NVIDIA's inference.py names for this part's flags (each also read in its dashed spelling); --data and
+# --valid_subset become -i (manifest_from_data_and_subset).
+REFERENCE_FLAG_NAMES = {"--w2v_path": "--checkpoint", "--output_dir": "--output", "--fp16": "--amp",
+                        "--steps": "--benchmark-repeats"}
+MANIFEST_FLAGS = ("--data", "--valid-subset")
+REFERENCE_VALID_SUBSET = "valid"  # NVIDIA's default --valid_subset
+
+TRAINING_ONLY = "inference runs the model in eval mode, as NVIDIA's does, so this changes nothing"
+COMPATIBILITY_FLAGS = {
+    "--ema": dict(type=no_ema, metavar="DECAY", help="0 only: checkpoints here carry no EMA weights (NVIDIA's "
+                                                     "inference.py does not read the flag)"),
+    "--skip_invalid_size_inputs_valid_test": dict(help="every utterance is transcribed, whatever its length, as in "
+                                                       "NVIDIA's inference (the flag filters max-tokens batches)"),
+    "--apply_mask": dict(help=f"fine-tuning's time and channel masking; {TRAINING_ONLY}"),
+    "--mask_prob": dict(type=float, metavar="P", help=f"fine-tuning's time masking; {TRAINING_ONLY}"),
+    "--mask_channel_prob": dict(type=float, metavar="P", help=f"fine-tuning's channel masking; {TRAINING_ONLY}"),
+    "--mask_channel_length": dict(type=int, metavar="N", help=f"fine-tuning's channel masking; {TRAINING_ONLY}"),
+    "--encoder_layerdrop": dict(type=float, metavar="P", help=f"LayerDrop; {TRAINING_ONLY}"),
+    "--activation_dropout": dict(type=float, metavar="P", help=f"dropout; {TRAINING_ONLY}"),
+    "--feature_grad_mult": dict(type=float, metavar="X", help=f"scales the feature extractor's gradient; "
+                                                              f"{TRAINING_ONLY}"),
+}
+
+
+def add_reference_args(parser: argparse.ArgumentParser) -> None:
+    """The flags of NVIDIA's scripts/inference.sh that are not this part's under another spelling."""
+    group = parser.add_argument_group("NVIDIA's wav2vec 2.0 inference command line")
+    group.add_argument("--log_file", dest="log_file", type=path_from_current_folder, default=argparse.SUPPRESS,
+                       help="NVIDIA's spelling of --log-file, a path from the current folder (--log-file's is "
+                            "relative to --output)")
+    group.add_argument("--torchscript", action=RefusedFlag,
+                       why="the wav2vec 2.0 model here does not compile with TorchScript; drop the flag (the "
+                           "transcripts are the same without it)",
+                       help="refused: the model here does not compile with TorchScript")
+    group.add_argument("--torchscript_export", "--torchscript-export", action=RefusedFlag,
+                       why="exporting a TorchScript model is not supported (NVIDIA's inference.py has no such flag "
+                           "either); drop the flag",
+                       help="refused: no TorchScript export")
+    group.add_argument("--max_duration", "--max-duration", action=RefusedFlag, nargs=1, metavar="SECONDS",
+                       why="NVIDIA's inference.py has no such flag either (its scripts/inference.sh passes it when "
+                           "MAX_DURATION is set, and its parser refuses it); drop the flag: every utterance is "
+                           "transcribed whole",
+                       help="refused: NVIDIA's parser has no such flag")
+    add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
+    add_reference_names(parser, {**REFERENCE_FLAG_NAMES, "--data DIR --valid_subset NAME": "-i DIR/NAME.tsv"})
+
+
+def translate_argv(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """NVIDIA's command line -> this part's: REFERENCE_FLAG_NAMES, `--flag_name` to `--flag-name`, and --data with
+    --valid_subset to -i."""
+    return manifest_from_data_and_subset(read_reference_spellings(argv, parser, REFERENCE_FLAG_NAMES))
+
+
+def manifest_from_data_and_subset(argv: list[str]) -> list[str]:
+    """NVIDIA's `--data DIR [--valid_subset NAME]` (its default NAME: valid) -> `-i DIR/NAME.tsv`, the manifest its
+    inference reads (with the NAME.wrd / NAME.ltr references beside it)."""
+    given, rest = {}, []
+    tokens = iter(argv)
+    for token in tokens:
+        name, equals, value = token.partition("=")
+        flag = name.replace("_", "-")
+        if flag not in MANIFEST_FLAGS:
+            rest.append(token)
+            continue
+        value = value if equals else next(tokens, None)
+        if value is None:
+            raise UserError(f"{name} needs a value")
+        given[flag] = value
+    if not given:
+        return argv
+    if "--data" not in given:
+        raise UserError("--valid_subset names a manifest in NVIDIA's --data folder: give --data DIR too (or -i FILE)")
+    if any(token in ("-i", "--input") or token.startswith("--input=") for token in rest):
+        raise UserError("give -i or NVIDIA's --data (with --valid_subset), not both")
+    subset = given.get("--valid-subset", REFERENCE_VALID_SUBSET)
+    return rest + ["-i", str(Path(given["--data"]) / f"{subset}.tsv")]
 
 
 @dataclass
@@ -202,4 +291,4 @@ def run(args: argparse.Namespace) -> None:
     logger.close()
 
 
-INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run)
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv)

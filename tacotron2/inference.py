@@ -22,12 +22,12 @@ from pathlib import Path
 
 import torch
 
+from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group,
+                              read_reference_spellings)
 from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
 from common.checkpoint import load_trained_model
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
-from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group,
-                              read_reference_spellings)
 from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,
                                    inference_device, inference_dtype, open_run_logger, warm_up)
 from common.inference_part import InferencePart

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import torch
 
-from common.audio import load_wav
 from common.arguments import (add_compatibility_flags, add_reference_names, path_from_current_folder,
                               read_reference_spellings)
+from common.audio import load_wav
 from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,

@@ -108,3 +108,21 @@ def test_a_pretrained_checkpoint_is_refused_with_what_to_do(synthetic_asr_corpus
     assert completed.stderr.strip().splitlines() == [completed.stderr.strip().splitlines()[-1]]
     assert completed.stderr.startswith("error: --checkpoint") and "without a CTC head; fine-tune it" in completed.stderr
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+def test_nvidias_inference_command_line_gives_the_transcripts_of_ours(recognizer, synthetic_asr_corpus, tmp_path):
+    """NVIDIA's scripts/inference.sh command line (tests/data/nvidia_inference_command_lines.json), run as it is on
+    the tiny model: the transcripts of our own spelling of the same command, and the WER beside them."""
+    from tests.test_nvidia_command_lines import INFERENCE_COMMAND_LINES, filled
+
+    output = tmp_path / "nvidia"
+    placeholders = {"{checkpoint}": str(recognizer), "{asr_data}": str(synthetic_asr_corpus.directory),
+                    "{subset}": synthetic_asr_corpus.test_sentences.stem, "{output}": str(output)}
+    argv = filled(INFERENCE_COMMAND_LINES["wav2vec2/scripts/inference.sh"]["argv"], placeholders)
+    assert "--w2v_path" in argv and "--valid_subset" in argv and "--batch_size=8" in argv
+    inference.main([*argv, "--quiet", "--save-predictions"])
+    ours, _ = transcribe(recognizer, [synthetic_asr_corpus.test_sentences], tmp_path / "ours", "-bs", "8",
+                         "--seed", "1")
+    assert (output / "predictions.txt").read_text().splitlines() == ours and any(ours)
+    summary = [r["data"] for r in read_dllogger_file(output / "nvlog.json") if r["step"] == [] and "wer" in r["data"]]
+    assert len(summary) == 1 and 0 <= summary[0]["wer"]

@@ -229,6 +229,25 @@ def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
     model.load_state_dict(state_dict, strict=True)
 
 
+def weight_norm_split_where_folded(state_dict: dict, expected: dict) -> dict:
+    """`state_dict` with each weight saved with weight norm folded away (a plain `<module>.weight` where the model
+    trains `parametrizations.weight.original0/1`; see unfold_weight_norm_where_folded) given back as weight norm's
+    magnitude and direction: original1 = the weight, original0 = its norm over every dimension but the first. The
+    module then computes the same weight, and trains with weight norm (warm start)."""
+    split = {}
+    for key, value in state_dict.items():
+        module = key[:-len("weight")]
+        magnitude, direction = (f"{module}parametrizations.weight.{which}" for which in ("original0", "original1"))
+        norm = (torch.linalg.vector_norm(value, dim=tuple(range(1, value.dim())), keepdim=True)
+                if key.endswith("weight") and value.dim() > 1 else None)
+        if (key not in expected and magnitude in expected and direction in expected
+                and norm is not None and norm.shape == expected[magnitude].shape):
+            split[magnitude], split[direction] = norm, value
+        else:
+            split[key] = value
+    return split
+
+
 def names_layer(key: str, name: str) -> bool:
     """Whether --ignore-layers NAME covers state-dict key `key`: the key itself or a module prefix of it
     (`embedding` covers `embedding.weight`, `decoder.attention_rnn` every weight of that LSTM cell)."""
@@ -242,6 +261,7 @@ def warm_start_weights(model: nn.Module, checkpoint: dict, source: str, ignore_l
     of either, or a checkpoint none of whose weights fit (another family's), is a UserError."""
     expected = model.state_dict()
     saved = weight_norm_names_as_the_model_has_them(model_state_from_checkpoint(checkpoint, source), expected)
+    saved = weight_norm_split_where_folded(saved, expected)
     unmatched = [name for name in ignore_layers if not any(names_layer(key, name) for key in [*expected, *saved])]
     if unmatched:
         example = next(iter(expected)).rsplit(".", 1)[0]

@@ -1,13 +1,17 @@
 """--warm-start CKPT [--ignore-layers NAME ...] (common/training_state.py: warm_start): a new run of Tacotron 2 or
 WaveGlow from trained weights, with the ones named, or of another shape, left as initialised, and a fresh optimizer at
 step 0; and the mistakes it refuses with one error line."""
+import copy
+
 import pytest
 import torch
 
 import train
 from common.checkpoint import model_state_from_checkpoint
 from common.errors import exit_on_user_error
+from common.layers import remove_weight_norm
 from common.registry import get_recipe
+from common.text.symbols import SYMBOLS
 from common.trainer import Trainer
 from tests.families import run_args
 from tests.training_runs import train_losses, untrained_checkpoint
@@ -68,6 +72,20 @@ def test_another_vocabulary_warm_starts_with_the_embedding_left_out_by_shape(
         capsys.readouterr().out)
 
 
+def test_a_table_of_the_same_size_but_other_symbols_is_warned_about(trained_tacotron2, synthetic_corpus, tmp_path,
+                                                                    capsys):
+    reordered = list(SYMBOLS)
+    reordered[12], reordered[38] = reordered[38], reordered[12]  # 'A' and 'a' change places
+    table = tmp_path / "symbols.txt"
+    table.write_text("".join(f"{symbol}\n" for symbol in reordered))
+    built_trainer(run_args("Tacotron2", synthetic_corpus, tmp_path / "run", "--epochs", "1",
+                           "--warm-start", trained_tacotron2, "--symbols-file", table))
+    assert "was trained with another symbol table of the same size (148 symbols)" in capsys.readouterr().err
+    built_trainer(run_args("Tacotron2", synthetic_corpus, tmp_path / "run", "--epochs", "1",
+                           "--warm-start", trained_tacotron2))
+    assert "symbol table" not in capsys.readouterr().err
+
+
 def test_a_warm_started_run_begins_with_a_lower_loss_than_one_from_scratch(trained_tacotron2, synthetic_corpus,
                                                                           tmp_path):
     torch.set_num_threads(1)
@@ -85,6 +103,29 @@ def test_waveglow_warm_starts_from_nvidias_published_layout(nvidia_checkpoint, s
                                      "--wn-channels", "8", "--warm-start", path))
     assert differing_weights(trainer.model, saved_weights(path)) == []
     assert trainer.iteration == 0 and trainer.optimizers["model"].state_dict()["state"] == {}
+
+
+def test_waveglow_warm_starts_from_weights_saved_with_weight_norm_folded_away(nvidia_checkpoint, synthetic_corpus,
+                                                                            tmp_path, capsys):
+    """NVIDIA's inference removes weight norm and users save that state dict: each folded weight is split back into
+    weight norm's magnitude and direction, so the warm-started model computes the weights of the file."""
+    path, _ = nvidia_checkpoint
+    original = built_trainer(run_args("WaveGlow", synthetic_corpus, tmp_path / "a", "--epochs", "1",
+                                      "--wn-channels", "8", "--warm-start", path)).model
+    folded_model = copy.deepcopy(original)
+    remove_weight_norm(folded_model)
+    folded = tmp_path / "folded.pt"
+    torch.save({"state_dict": folded_model.state_dict()}, folded)
+    capsys.readouterr()
+    trainer = built_trainer(run_args("WaveGlow", synthetic_corpus, tmp_path / "b", "--epochs", "1",
+                                     "--wn-channels", "8", "--warm-start", folded))
+    assert "0 weight(s) not loaded" in capsys.readouterr().out
+    assert "WN.0.start.parametrizations.weight.original0" in trainer.model.state_dict()  # still trains weight norm
+    mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(5))
+    noise = torch.randn(1, 8, 6 * 256 // 8, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        expected = folded_model.infer(mel, sigma=0.6, noise=noise)
+        assert torch.allclose(trainer.model.infer(mel, sigma=0.6, noise=noise), expected, atol=1e-5)
 
 
 def test_waveglow_warm_starts_from_ours_and_leaves_out_weights_of_another_width(synthetic_corpus, tmp_path, capsys):

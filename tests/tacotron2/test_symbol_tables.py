@@ -15,7 +15,8 @@ from tests.families import run_args
 from tests.training_runs import untrained_checkpoint
 
 GERMAN = ["Grüße aus Köln, sagte der Bäcker.", "Die Straße ist schön und breit.",
-          "Über den Fluß fährt ein Boot.", "Öl und Wasser mischen sich nicht.", "Wir äßen gern süße Äpfel!", "Heute ist es kühl; morgen heiß?"]
+          "Über den Fluß fährt ein Boot.", "Öl und Wasser mischen sich nicht.", "Wir äßen gern süße Äpfel!",
+          "Heute ist es kühl; morgen heiß?"]
 
 
 @pytest.fixture(scope="module")

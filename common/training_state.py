@@ -129,7 +129,7 @@ def warm_start(trainer) -> None:
         if list(saved_symbols) != trainer.text.symbols and len(saved_symbols) == trainer.text.n_symbols:
             print(f"warning: {source} was trained with another symbol table of the same size ({len(saved_symbols)} "
                   "symbols): its symbol embedding's rows belong to other symbols; leave that layer out with "
-                  "--ignore-layers (Tacotron 2: embedding)", file=sys.stderr, flush=True)
+                  "--ignore-layers (Tacotron 2: embedding) if it is not already", file=sys.stderr, flush=True)
 
 
 def training_state(trainer, rng_states: list) -> dict:

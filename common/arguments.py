@@ -107,6 +107,12 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
     training.add_argument("--resume-from-last", action="store_true",
                           help="resume from checkpoint_<model>_last.pt in --output if it exists")
+    training.add_argument("--warm-start", default=None, metavar="CKPT",
+                          help="start from the weights of a trained checkpoint (ours or NVIDIA's) that fit, with a "
+                               "fresh optimizer at step 0 (a new voice or language; Tacotron 2 and WaveGlow)")
+    training.add_argument("--ignore-layers", nargs="+", default=[], metavar="NAME",
+                          help="with --warm-start: weights left as initialised, by parameter name or module prefix "
+                               "(e.g. embedding); weights of another shape are left anyway")
     add_device_args(training)
     training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
                           help="TF32 matmuls and convolutions on Ampere and newer GPUs")

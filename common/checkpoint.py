@@ -229,6 +229,64 @@ def load_model_state(model: nn.Module, state_dict: dict, source: str) -> None:
     model.load_state_dict(state_dict, strict=True)
 
 
+def weight_norm_split_where_folded(state_dict: dict, expected: dict) -> dict:
+    """`state_dict` with each weight saved with weight norm folded away (a plain `<module>.weight` where the model
+    trains `parametrizations.weight.original0/1`; see unfold_weight_norm_where_folded) given back as weight norm's
+    magnitude and direction: original1 = the weight, original0 = its norm over every dimension but the first. The
+    module then computes the same weight, and trains with weight norm (warm start)."""
+    split = {}
+    for key, value in state_dict.items():
+        module = key[:-len("weight")]
+        magnitude, direction = (f"{module}parametrizations.weight.{which}" for which in ("original0", "original1"))
+        norm = (torch.linalg.vector_norm(value, dim=tuple(range(1, value.dim())), keepdim=True)
+                if key.endswith("weight") and value.dim() > 1 else None)
+        if (key not in expected and magnitude in expected and direction in expected
+                and norm is not None and norm.shape == expected[magnitude].shape):
+            split[magnitude], split[direction] = norm, value
+        else:
+            split[key] = value
+    return split
+
+
+def names_layer(key: str, name: str) -> bool:
+    """Whether --ignore-layers NAME covers state-dict key `key`: the key itself or a module prefix of it
+    (`embedding` covers `embedding.weight`, `decoder.attention_rnn` every weight of that LSTM cell)."""
+    return key == name or key.startswith(name + ".")
+
+
+def warm_start_weights(model: nn.Module, checkpoint: dict, source: str, ignore_layers: list[str]) -> list[str]:
+    """Load into `model` every weight of `checkpoint` (ours, NVIDIA's, or a bare state dict) that has a name and
+    shape of the model and is not named by `ignore_layers`; the model's other weights stay as initialised. Returns
+    one line per weight not loaded, with its name, shape(s) and why. A name in `ignore_layers` that covers no weight
+    of either, or a checkpoint none of whose weights fit (another family's), is a UserError."""
+    expected = model.state_dict()
+    saved = weight_norm_names_as_the_model_has_them(model_state_from_checkpoint(checkpoint, source), expected)
+    saved = weight_norm_split_where_folded(saved, expected)
+    unmatched = [name for name in ignore_layers if not any(names_layer(key, name) for key in [*expected, *saved])]
+    if unmatched:
+        example = next(iter(expected)).rsplit(".", 1)[0]
+        raise UserError(f"--ignore-layers {' '.join(unmatched)}: no weight of the model or of {source} has that name "
+                        f"or lies under that module; give parameter names or module prefixes (e.g. {example})")
+    fitting, skipped = {}, []
+    for key, value in saved.items():
+        shape = tuple(value.shape)
+        if key not in expected:
+            skipped.append(f"{key} {shape}: not in this model")
+        elif any(names_layer(key, name) for name in ignore_layers):
+            skipped.append(f"{key} {shape}: --ignore-layers")
+        elif shape != tuple(expected[key].shape):
+            skipped.append(f"{key}: {shape} in the checkpoint, {tuple(expected[key].shape)} in this model")
+        else:
+            fitting[key] = value
+    if not fitting:
+        raise UserError(f"none of the weights in {source} fit this model (first names: {', '.join(list(saved)[:3])}; "
+                        f"the model's: {', '.join(list(expected)[:3])}): is it a checkpoint of another family?")
+    skipped += [f"{key} {tuple(value.shape)}: not in the checkpoint" for key, value in expected.items()
+                if key not in saved]
+    model.load_state_dict(fitting, strict=False)
+    return skipped
+
+
 def load_trained_model(recipe, path: str | Path, device: torch.device, published_config: dict | None = None,
                        flag: str | None = None):
     """Build a recipe's model from a checkpoint for inference; returns (model in eval mode, checkpoint dict).

@@ -117,6 +117,11 @@ class Recipe:
     # args -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
     lr_schedule: Callable[[argparse.Namespace], Any] | None = None
 
+    # Whether --warm-start CKPT [--ignore-layers NAME ...] may start this family from trained weights with a fresh
+    # optimizer and step count (common/training_state.py: warm_start). False: the flag is an error naming the family
+    # (HiFi-GAN has its own --fine-tune-from).
+    warm_start: bool = False
+
     # ---- the data --------------------------------------------------------------------------------------------
     # args -> the text front-end (TTS symbols, ASR letters...) with to_dict(), saved in checkpoints; None: no text.
     text_processor: Callable[[argparse.Namespace], Any] | None = None

@@ -34,8 +34,9 @@ from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_sig
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
 from common.schedules import schedule_from_args
-from common.training_state import (find_resume_checkpoint, restore_training_state, rng_state,
-                                   rng_state_for_checkpoint, seed_everything, set_rng_state, training_state)
+from common.training_state import (check_warm_start_args, find_resume_checkpoint, restore_training_state,
+                                   rng_state, rng_state_for_checkpoint, seed_everything, set_rng_state,
+                                   training_state, warm_start)
 
 
 def configure_backends(args: argparse.Namespace) -> None:
@@ -80,6 +81,7 @@ class Trainer:
         if not args.epochs and not args.max_updates:
             raise UserError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
         self.recipe, self.args = recipe, args
+        check_warm_start_args(args, recipe)
         self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend)
         self.device = self.context.device
         configure_backends(args)
@@ -93,6 +95,8 @@ class Trainer:
         if recipe.init_weights is not None:
             recipe.init_weights(model, args)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
+        if args.warm_start:  # before compiling, which may rename the weights
+            warm_start(self)
         if args.compile and recipe.compile_model is not None:
             recipe.compile_model(self.model, args)
         if recipe.build_optimizers is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,8 @@ import torch
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.errors import UserError
+from common.text import TextProcessor
+from common.text.symbols import SYMBOLS
 
 
 def seed_everything(seed: int) -> None:
@@ -85,6 +88,48 @@ def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> tuple[P
                             "elsewhere with --fine-tune-from CKPT")
         print(f"--resume-from-last: no {pointer} yet, starting from scratch", flush=True)
     return None
+
+
+def check_warm_start_args(args: argparse.Namespace, recipe) -> None:
+    """--warm-start starts a new run from trained weights: it cannot be combined with resuming one, and only a family
+    whose recipe offers it takes it."""
+    if args.ignore_layers and not args.warm_start:
+        raise UserError("--ignore-layers names weights that --warm-start leaves out; give --warm-start CKPT too")
+    if not args.warm_start:
+        return
+    if not recipe.warm_start:
+        raise UserError(f"-m {recipe.name} does not take --warm-start (its README says how it starts from trained "
+                        "weights)")
+    resuming = [flag for flag, given in (("--checkpoint-path", args.checkpoint_path),
+                                         ("--resume-from-last", args.resume_from_last)) if given]
+    if resuming:
+        raise UserError(f"--warm-start starts a new run from a checkpoint's weights, {resuming[0]} continues a run "
+                        "with its optimizer and step: give one of them")
+
+
+def warm_start(trainer) -> None:
+    """--warm-start CKPT [--ignore-layers NAME ...] (NVIDIA/tacotron2's warm start): the weights of CKPT that fit go
+    into the freshly built model, the others stay as initialised and are listed; optimizer, step and epoch start
+    fresh (nothing but weights is read). A text model whose table differs from the checkpoint's is warned about:
+    rows of its symbol embedding would belong to other symbols unless that layer is ignored or has another size."""
+    args, recipe = trainer.args, trainer.recipe
+    flag = "--warm-start"
+    checkpoint = ckpt.load_checkpoint(args.warm_start, expected_model=recipe.name, flag=flag)
+    source = ckpt.describe_source(args.warm_start, flag)
+    skipped = ckpt.warm_start_weights(trainer.model, checkpoint, source, args.ignore_layers)
+    if not trainer.context.is_main:
+        return
+    print(f"warm start from {args.warm_start}: fresh optimizer at step 0; {len(skipped)} weight(s) not loaded, left "
+          "as initialised" + (":" if skipped else ""), flush=True)
+    for line in skipped:
+        print(f"  {line}", flush=True)
+    if isinstance(trainer.text, TextProcessor):
+        # NVIDIA's files carry no table: they were trained with NVIDIA's, this run's default.
+        saved_symbols = (checkpoint.get("text") or {}).get("symbols", SYMBOLS)
+        if list(saved_symbols) != trainer.text.symbols and len(saved_symbols) == trainer.text.n_symbols:
+            print(f"warning: {source} was trained with another symbol table of the same size ({len(saved_symbols)} "
+                  "symbols): its symbol embedding's rows belong to other symbols; leave that layer out with "
+                  "--ignore-layers (Tacotron 2: embedding) if it is not already", file=sys.stderr, flush=True)
 
 
 def training_state(trainer, rng_states: list) -> dict:

@@ -3,7 +3,8 @@ loss flags.
 
 Tacotron2Config's n_mel_channels has no flag of its own: it is the audio flag --n-mel-channels (common/audio.py) that
 every parser already has, with the same name and default (80). --n-symbols is replaced by the text front-end's
-symbol count when training (recipe.py).
+symbol count when training (recipe.py), whose symbol table is NVIDIA's unless --symbols-file or
+--symbols-from-filelist gives another (another language).
 """
 from __future__ import annotations
 
@@ -44,6 +45,17 @@ class Tacotron2Config:
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser.add_argument_group("Tacotron 2 model"), Tacotron2Config)
+
+    symbols = parser.add_argument_group(
+        "Tacotron 2 symbols (default: NVIDIA's 148 English symbols; the table is saved in every checkpoint and "
+        "inference reads it from there)").add_mutually_exclusive_group()
+    symbols.add_argument("--symbols-file", default=None, metavar="PATH",
+                         help="the symbol table in id order, the padding symbol '_' first: one symbol per line "
+                              "(a line of one space is the space), or a JSON list of strings in a .json file")
+    symbols.add_argument("--symbols-from-filelist", action="store_true",
+                         help="the table of the training transcripts: '_' (padding), then every symbol of the "
+                              "transcripts after --text-cleaners, sorted (for another language; pick cleaners that "
+                              "keep its letters, e.g. basic_cleaners)")
 
     loss = parser.add_argument_group("Tacotron 2 loss")
     loss.add_argument("--guided-attn-weight", type=non_negative_float, default=0.0,

@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import functools
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from common.audio import AudioParams, griffin_lim
+from common.filelist import read_filelist
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
 from common.sampler import EpochBatchSampler, fixed_size_batches
-from common.text import TextProcessor, add_text_args
+from common.text import TextProcessor, add_text_args, read_symbols_file, symbols_of_transcripts
+from common.text.symbols import SYMBOLS
 from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
 from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
@@ -47,12 +51,35 @@ def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
     model.decoder.compile_step()
 
 
+@functools.lru_cache(maxsize=4)
+def _symbols_of_filelist(filelist: str, dataset_path: str, cleaners: tuple[str, ...], modified_ns: int) -> tuple:
+    """symbols_of_transcripts of a filelist, read once per run (the trainer asks for the table three times)."""
+    return tuple(symbols_of_transcripts((entry.text for entry in read_filelist(filelist, dataset_path)), cleaners))
+
+
+def symbol_table(args: argparse.Namespace) -> list[str]:
+    """NVIDIA's 148 symbols, or the table of --symbols-file or of the training transcripts (--symbols-from-filelist)."""
+    if args.symbols_file:
+        return read_symbols_file(args.symbols_file)
+    if args.symbols_from_filelist:
+        filelist = Path(args.training_files)
+        modified_ns = filelist.stat().st_mtime_ns if filelist.is_file() else 0  # read_filelist reports a missing one
+        return list(_symbols_of_filelist(str(filelist), str(args.dataset_path), tuple(args.text_cleaners),
+                                         modified_ns))
+    return list(SYMBOLS)
+
+
+def text_processor(args: argparse.Namespace) -> TextProcessor:
+    """The run's text front-end: --text-cleaners and the symbol table (symbol_table); saved in every checkpoint."""
+    return TextProcessor(args.text_cleaners, symbol_table(args))
+
+
 def model_config(args: argparse.Namespace) -> dict:
-    return arg_parser.model_config(args, n_symbols=TextProcessor(args.text_cleaners).n_symbols)
+    return arg_parser.model_config(args, n_symbols=text_processor(args).n_symbols)
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    text = TextProcessor(args.text_cleaners)
+    text = text_processor(args)
     train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk)
     validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk)
     return DataSplits(train, validation, TextMelCollate())
@@ -110,7 +137,8 @@ RECIPE = Recipe(
     compute_loss=compute_loss,
     init_weights=prepare_for_training,
     compile_model=compile_model,
-    text_processor=lambda args: TextProcessor(args.text_cleaners),
+    text_processor=text_processor,
+    warm_start=True,
     batch_sampler=batch_sampler,
     loss_items=loss_items,
     validation_report=validation_report,

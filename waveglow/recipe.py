@@ -59,4 +59,5 @@ RECIPE = Recipe(
     validation_report=validation_report,
     compile_model=compile_model,
     config_from_reference=arg_parser.config_from_reference,
+    warm_start=True,
 )

@@ -8,17 +8,25 @@ in every checkpoint (`to_dict`/`from_dict`), so a model always decodes with the 
 Characters that are not in the table, or that a transliterating cleaner drops for want of an ASCII spelling (an
 emoji), are never dropped silently: each is logged once, with the place it came from, and counted in
 `unknown_counts`; `strict=True` makes them an error instead (for checking a data set).
+
+The table is NVIDIA's 148 English symbols (symbols.py) unless a language needs others: `read_symbols_file` reads one
+the user wrote, `symbols_of_transcripts` makes one of the symbols a corpus uses (Tacotron 2's --symbols-file and
+--symbols-from-filelist).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from common.errors import UserError, UserFileNotFoundError
+from common.filelist import read_text_file
 from common.text.cleaners import CLEANERS, get_cleaner, transliterates, untransliterable_characters
-from common.text.symbols import ARPABET_PREFIX, SYMBOLS
+from common.text.symbols import ARPABET_PREFIX, PAD, SYMBOLS
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +166,60 @@ def _describe(symbol: str) -> str:
     if len(symbol) == 1:
         return f"character {symbol} ({symbol!r}, U+{ord(symbol):04X})"
     return f"phoneme {symbol!r}" if _is_phoneme(symbol) else f"symbol {symbol!r}"
+
+
+def symbols_of_transcripts(transcripts: Iterable[str], cleaner_names: Sequence[str]) -> list[str]:
+    """A symbol table for a corpus: the padding symbol (id 0, as in NVIDIA's table), then every symbol the cleaned
+    transcripts hold (their characters, and '@'-prefixed phonemes for ARPAbet in braces), sorted. The padding symbol
+    itself is left out of the sorted part: no text may produce id 0."""
+    reader = TextProcessor(cleaner_names)
+    used: set[str] = set()
+    for transcript in transcripts:
+        used.update(reader._to_symbols(transcript.strip()))
+    used.discard(PAD)
+    return [PAD, *sorted(used)]
+
+
+def read_symbols_file(path: str | Path, flag: str = "--symbols-file") -> list[str]:
+    """A symbol table the user wrote, in id order, its first symbol the padding one (NVIDIA's '_'), as UTF-8:
+    a JSON list of strings if the file name ends in .json, else one symbol per line (the whole line but its line
+    break, so a line holding one space is the space symbol). An empty file, an empty line or entry, a symbol listed
+    twice, or a first symbol other than '_' is a UserError naming the file and the line (entry) number."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserFileNotFoundError(f"{flag} {path}: no such file")
+    content = read_text_file(path, flag)
+    if path.suffix == ".json":
+        try:
+            symbols = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise UserError(f"{flag} {path}:{error.lineno}: not valid JSON ({error.msg})") from error
+        if not isinstance(symbols, list):
+            raise UserError(f"{flag} {path}: expected a JSON list of symbols, found a {type(symbols).__name__}")
+        def place(number: int) -> str:
+            return f"{flag} {path} entry {number}"
+    else:
+        # Only line breaks end a line: a symbol may be any other character (str.splitlines also splits at \x0c...).
+        symbols = [line.removesuffix("\r") for line in content.split("\n")]
+        if symbols[-1] == "":  # the last line's line break
+            symbols.pop()
+
+        def place(number: int) -> str:
+            return f"{flag} {path}:{number}"
+    if not symbols:
+        raise UserError(f"{flag} {path} is empty: list the symbols, one per line, the padding symbol '{PAD}' first")
+    first_seen: dict[str, int] = {}
+    for number, symbol in enumerate(symbols, start=1):
+        if not isinstance(symbol, str) or not symbol:
+            raise UserError(f"{place(number)}: an empty symbol ({symbol!r}); each names one symbol (a line of "
+                            "one space is the space symbol)")
+        if symbol in first_seen:
+            raise UserError(f"{place(number)}: the symbol {symbol!r} is listed twice, first at "
+                            f"{first_seen[symbol]}; list each symbol once")
+        first_seen[symbol] = number
+    if symbols[0] != PAD:
+        raise UserError(f"{place(1)}: the first symbol is the padding one (id 0), '{PAD}', not {symbols[0]!r}")
+    return symbols
 
 
 def add_text_args(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,8 @@ import pickle
 import pytest
 import torch
 
-from common.text import TextProcessor, add_text_args
+from common.errors import UserError
+from common.text import TextProcessor, add_text_args, read_symbols_file, symbols_of_transcripts
 from common.text.cleaners import basic_cleaners, english_cleaners, get_cleaner, transliteration_cleaners
 from common.text.numbers import normalize_numbers
 from common.text.symbols import SYMBOLS
@@ -261,3 +262,48 @@ def test_arpabet_cleaner_reads_known_words_as_their_dictionary_phonemes():
     assert processor.n_symbols == len(SYMBOLS)  # NVIDIA's table holds the phonemes already
     # a checkpoint's processor rebuilt from its dict reads text the same way
     assert TextProcessor.from_dict(processor.to_dict()).encode("The river.") == ids
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Symbol tables of other languages (Tacotron 2's --symbols-file and --symbols-from-filelist)
+
+
+def test_symbols_of_transcripts_are_the_cleaned_symbols_sorted_after_padding():
+    table = symbols_of_transcripts(["  Grüße, {HH AW1}!", "Straße_"], ["basic_cleaners"])
+    # "_" in a transcript is not a symbol of its own: id 0 pads, and encode() reports it as unknown.
+    assert table == ["_", " ", "!", ",", "@AW1", "@HH", "a", "e", "g", "r", "s", "t", "ß", "ü"]
+    processor = TextProcessor(["basic_cleaners"], table)
+    assert processor.encode("Grüße") == [8, 9, 13, 12, 7]
+
+
+def test_a_symbols_file_of_lines_or_json_reads_back_the_table_it_was_written_from(tmp_path):
+    table = ["_", " ", "'", "a", "ä", "@AA1"]
+    lines, listing = tmp_path / "table.txt", tmp_path / "table.json"
+    lines.write_text("".join(f"{symbol}\n" for symbol in table), encoding="utf-8")
+    listing.write_text(json.dumps(table), encoding="utf-8")
+    assert read_symbols_file(lines) == table == read_symbols_file(listing)
+    lines.write_text("_\r\n \r\na", encoding="utf-8")  # Windows line breaks, no line break at the end
+    assert read_symbols_file(lines) == ["_", " ", "a"]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("t.txt", "", r"--symbols-file .*t.txt is empty"),
+    ("t.txt", "_\na\n\n", r"t.txt:3: an empty symbol"),
+    ("t.txt", "_\na\nb\na\n", r"t.txt:4: the symbol 'a' is listed twice, first at 2"),
+    ("t.txt", "a\n_\n", r"t.txt:1: the first symbol is the padding one \(id 0\), '_', not 'a'"),
+    ("t.json", '["_", "a", "a"]', r"t.json entry 3: the symbol 'a' is listed twice, first at 2"),
+    ("t.json", '["_", ""]', r"t.json entry 2: an empty symbol"),
+    ("t.json", '["_", 7]', r"t.json entry 2: an empty symbol \(7\)"),
+    ("t.json", '{"a": 1}', r"t.json: expected a JSON list of symbols, found a dict"),
+    ("t.json", '["_",', r"t.json:1: not valid JSON"),
+])
+def test_a_bad_symbols_file_is_a_user_error_naming_the_file_and_line(name, content, message, tmp_path):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(UserError, match=message):
+        read_symbols_file(path)
+
+
+def test_a_missing_symbols_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="--symbols-file .*absent.txt: no such file"):
+        read_symbols_file(tmp_path / "absent.txt")

@@ -95,7 +95,8 @@ class Trainer:
         if recipe.init_weights is not None:
             recipe.init_weights(model, args)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
-        if args.warm_start:  # before compiling, which may rename the weights
+        resume_from, resume_flag = find_resume_checkpoint(args, recipe.name) or (None, None)
+        if args.warm_start and resume_from is None:  # before compiling, which may rename the weights
             warm_start(self)
         if args.compile and recipe.compile_model is not None:
             recipe.compile_model(self.model, args)
@@ -130,7 +131,6 @@ class Trainer:
         self.retention = RetentionPolicy.from_args(args)
         self.retained_checkpoints: list[list] = []  # [file name, is milestone] of the newest periodic checkpoints
         self.fine_tune_epoch_start: int | None = None  # where HiFi-GAN's --fine-tuning began (training_state.py)
-        resume_from, resume_flag = find_resume_checkpoint(args, recipe.name) or (None, None)
         if resume_from is not None:
             restore_training_state(self, resume_from, resume_flag)
         self.first_epoch = self.epoch  # of this invocation, for --epochs-this-job

@@ -86,13 +86,15 @@ def find_resume_checkpoint(args: argparse.Namespace, model_name: str) -> tuple[P
             raise UserError(f"--fine-tuning goes on from the base run's checkpoint in -o/--output, and {args.output} "
                             f"has no {pointer.name}: give the base run's folder as -o, or start from a checkpoint "
                             "elsewhere with --fine-tune-from CKPT")
-        print(f"--resume-from-last: no {pointer} yet, starting from scratch", flush=True)
+        start = f"--warm-start {args.warm_start}" if getattr(args, "warm_start", None) else "scratch"
+        print(f"--resume-from-last: no {pointer} yet, starting from {start}", flush=True)
     return None
 
 
 def check_warm_start_args(args: argparse.Namespace, recipe) -> None:
-    """--warm-start starts a new run from trained weights: it cannot be combined with resuming one, and only a family
-    whose recipe offers it takes it."""
+    """--warm-start starts a new run from trained weights: it cannot be combined with resuming a given checkpoint, and
+    only a family whose recipe offers it takes it. With --resume-from-last it applies only while the output folder has
+    no checkpoint yet, so a preempted job can be requeued with the same command line."""
     if args.ignore_layers and not args.warm_start:
         raise UserError("--ignore-layers names weights that --warm-start leaves out; give --warm-start CKPT too")
     if not args.warm_start:
@@ -100,10 +102,8 @@ def check_warm_start_args(args: argparse.Namespace, recipe) -> None:
     if not recipe.warm_start:
         raise UserError(f"-m {recipe.name} does not take --warm-start (its README says how it starts from trained "
                         "weights)")
-    resuming = [flag for flag, given in (("--checkpoint-path", args.checkpoint_path),
-                                         ("--resume-from-last", args.resume_from_last)) if given]
-    if resuming:
-        raise UserError(f"--warm-start starts a new run from a checkpoint's weights, {resuming[0]} continues a run "
+    if args.checkpoint_path:
+        raise UserError("--warm-start starts a new run from a checkpoint's weights, --checkpoint-path continues a run "
                         "with its optimizer and step: give one of them")
 
 

@@ -38,6 +38,7 @@ def german_run(synthetic_corpus, german_corpus, output, *extra):
                     "--validation-files", str(val_filelist), "--text-cleaners", "basic_cleaners", *extra)
 
 
+@pytest.mark.slow
 def test_german_transcripts_train_with_their_own_table_and_synthesize_with_it(synthetic_corpus, german_corpus,
                                                                                tmp_path, caplog):
     torch.set_num_threads(1)

@@ -16,6 +16,8 @@ from common.trainer import Trainer
 from tests.families import run_args
 from tests.training_runs import train_losses, untrained_checkpoint
 
+pytestmark = pytest.mark.slow  # most tests train the base model first (about 10 s)
+
 
 @pytest.fixture(scope="module")
 def trained_tacotron2(synthetic_corpus, tmp_path_factory):
@@ -141,6 +143,31 @@ def test_waveglow_warm_starts_from_ours_and_leaves_out_weights_of_another_width(
     assert "in the checkpoint, (16," in printed
 
 
+def test_a_requeued_job_with_resume_from_last_continues_its_own_run_instead_of_warm_starting_again(
+        trained_tacotron2, synthetic_corpus, tmp_path, capsys):
+    """The same command line twice, as a preemptible job is requeued: the first warm-starts (the folder has no
+    checkpoint), the second resumes the folder's last checkpoint, optimizer and step included."""
+    argv = run_args("Tacotron2", synthetic_corpus, tmp_path / "run", "--epochs", "1", "--warm-start", trained_tacotron2,
+                    "--resume-from-last")
+    torch.set_num_threads(1)
+    train.main([str(token) for token in argv])
+    first = capsys.readouterr().out
+    assert "no " in first and f"starting from --warm-start {trained_tacotron2}" in first
+    assert "warm start from" in first
+    saved = torch.load(tmp_path / "run" / "checkpoint_Tacotron2_last.pt", map_location="cpu", weights_only=True)
+
+    trainer = built_trainer(argv)
+    assert "warm start from" not in capsys.readouterr().out
+    assert trainer.iteration == saved["iteration"] > 0 and trainer.epoch == 1
+    assert optimizer_steps(trainer) == saved["iteration"]  # the run's Adam moments, not a fresh optimizer
+    assert differing_weights(trainer.model, saved_weights(tmp_path / "run" / "checkpoint_Tacotron2_last.pt")) == []
+
+
+def optimizer_steps(trainer) -> int:
+    state = trainer.optimizers["model"].state_dict()["state"]
+    return int(next(iter(state.values()))["step"])
+
+
 def user_error_line(argv, capsys):
     """The one `error:` line train.py ends with for argv (exit status 2)."""
     capsys.readouterr()
@@ -154,7 +181,6 @@ def user_error_line(argv, capsys):
 @pytest.mark.parametrize("mistake, expected", [
     (("--checkpoint-path", "{base}"), "--warm-start starts a new run from a checkpoint's weights, --checkpoint-path "
                                       "continues a run"),
-    (("--resume-from-last",), "--resume-from-last continues a run with its optimizer and step: give one of them"),
     (("--ignore-layers", "embeding"), "--ignore-layers embeding: no weight of the model or of --warm-start"),
     (("--warm-start", "{waveglow}"), "is a WaveGlow checkpoint, expected Tacotron2"),
     (("--warm-start", "{nvidia_waveglow}"), "none of the weights in --warm-start"),

@@ -255,7 +255,8 @@ def text_to_wav(sizes: Sizes, precision: str, paths: list[str], decoder_steps: i
         return run
 
     def mel_difference() -> str:
-        mels = {name: synthesizer_for("fast", name).synthesize_batch([text], ["text"], seed=0, warn_max_steps=False)["mel"]
+        mels = {name: synthesizer_for("fast", name).synthesize_batch([text], ["text"], seed=0,
+                                                                    warn_max_steps=False)["mel"]
                 for name in ("fp32", "bf16")}
         return describe_difference(mels["bf16"], mels["fp32"])
 

@@ -20,6 +20,7 @@ import torch
 from common.arguments import non_negative_int, positive_float, probability
 from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams,
                           griffin_lim)
+from common.checkpoint import describe_source, load_checkpoint
 from common.denoise import add_denoiser_args
 from common.errors import UserError
 from common.registry import VOCODERS
@@ -45,6 +46,9 @@ class VocoderSpec:
     load: Callable[..., Vocoder]
     add_args: Callable[[argparse.ArgumentParser], None] | None = None  # the vocoder's own flags (-s, --ema...)
     has_denoiser: bool = False  # True: its load reads -d/--denoising-strength and --denoiser-mode (common/denoise.py)
+    # checkpoint (read by common.checkpoint.load_checkpoint) -> whether it is a file of another project this family
+    # loads (NVIDIA's, jik876's), for vocoder_family; files of this project name their model and need none of this.
+    recognizes: Callable[[dict], bool] | None = None
 
 
 class GriffinLimVocoder:
@@ -154,3 +158,21 @@ def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_param
     if spec is None:
         raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
     return spec.load(checkpoint, args, device, flag=flag)
+
+
+def vocoder_family(path: str, flag: str | None = None) -> str:
+    """The vocoder family (a VOCODERS name) whose checkpoint `path` is: the model a file of this project names, else
+    the family that recognizes the file (NVIDIA's WaveGlow, NVIDIA's or jik876's HiFi-GAN)."""
+    checkpoint = load_checkpoint(path, flag=flag)
+    source = describe_source(path, flag)
+    named = checkpoint.get("model_name")
+    if named is not None:
+        if named not in VOCODERS:
+            raise UserError(f"{source} is a {named} checkpoint, not a vocoder's ({', '.join(VOCODERS)})")
+        return named
+    for name in VOCODERS:
+        spec = vocoder_spec(name)
+        if spec is not None and spec.recognizes is not None and spec.recognizes(checkpoint):
+            return name
+    raise UserError(f"{source} is no vocoder checkpoint this project reads (ours, NVIDIA's WaveGlow, NVIDIA's or "
+                    f"jik876's HiFi-GAN generator; keys: {sorted(checkpoint)[:10]})")

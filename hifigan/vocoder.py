@@ -32,7 +32,7 @@ from common.checkpoint import (describe_source, load_checkpoint, load_model_stat
                                unfold_weight_norm_where_folded)
 from common.errors import UserError
 from common.vocoder import VocoderSpec
-from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference
+from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference, is_reference_checkpoint
 from hifigan.denoiser import Denoiser
 from hifigan.model import Generator
 from hifigan.recipe import RECIPE
@@ -186,12 +186,21 @@ class HiFiGANVocoder:
             raise UserError(f"--denoising-strength must be 0 (off) or more, got {denoising_strength}")
         self.generator, self.audio_params, self.mel_convention = generator, audio_params, mel_convention
         self.denoising_strength, self.chunk_frames = denoising_strength, chunk_frames
+        self.denoiser_mode = denoiser_mode
         self.denoiser = Denoiser(generator, audio_params, denoiser_mode) if denoising_strength > 0 else None
         self.dtype = next(generator.parameters()).dtype
 
+    def set_denoising_strength(self, strength: float) -> None:
+        """For the Python API's per-call denoise (tacotron2/api.py): the denoiser is made when first needed."""
+        if strength < 0:
+            raise UserError(f"the denoising strength must be 0 (off) or more, got {strength}")
+        if strength > 0 and self.denoiser is None:
+            self.denoiser = Denoiser(self.generator, self.audio_params, self.denoiser_mode)
+        self.denoising_strength = strength
+
     def _finish(self, audio: torch.Tensor) -> torch.Tensor:
         audio = audio.squeeze(1).float()
-        if self.denoiser is not None:
+        if self.denoiser is not None and self.denoising_strength > 0:
             audio = self.denoiser(audio, strength=self.denoising_strength)
         return audio.clamp(-1.0, 1.0)
 
@@ -228,4 +237,5 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
                           args.chunk_frames)
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True)
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True,
+                      recognizes=is_reference_checkpoint)

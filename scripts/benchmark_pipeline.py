@@ -72,7 +72,7 @@ def main() -> None:
     texts = (phrases * options.batch_size)[: options.batch_size]
 
     def run():
-        return synthesizer.synthesize(texts, [f"line {i + 1}" for i in range(len(texts))], seed=0,
+        return synthesizer.synthesize_batch(texts, [f"line {i + 1}" for i in range(len(texts))], seed=0,
                                       warn_max_steps=options.tacotron2 is not None)
 
     for _ in range(options.warmup):

@@ -249,13 +249,14 @@ def text_to_wav(sizes: Sizes, precision: str, paths: list[str], decoder_steps: i
 
         def run():
             with strided_conditioning(path == "eager"):
-                timings = synthesizer.synthesize([text], ["text"], seed=0, warn_max_steps=False)["timings"]
+                timings = synthesizer.synthesize_batch([text], ["text"], seed=0, warn_max_steps=False)["timings"]
             return {"tacotron2": timings["tacotron2"], "vocoder": timings["vocoder"]}
 
         return run
 
     def mel_difference() -> str:
-        mels = {name: synthesizer_for("fast", name).synthesize([text], ["text"], seed=0, warn_max_steps=False)["mel"]
+        mels = {name: synthesizer_for("fast", name).synthesize_batch([text], ["text"], seed=0,
+                                                                    warn_max_steps=False)["mel"]
                 for name in ("fp32", "bf16")}
         return describe_difference(mels["bf16"], mels["fp32"])
 

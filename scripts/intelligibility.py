@@ -34,8 +34,8 @@ from common.arguments import add_device_args
 from common.inference_args import inference_device, inference_dtype
 from common.text.cleaners import english_cleaners
 from scripts.data.librispeech import librispeech_words
-from wav2vec2.decoding import error_counts, error_rates, transcripts
-from wav2vec2.inference import SAMPLING_RATE, batches_by_length, load_model, read_inputs, recognise
+from wav2vec2.api import Recognizer
+from wav2vec2.decoding import error_counts, error_rates
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,27 +111,10 @@ def score(references: list[str], hypotheses: list[str]) -> tuple[list[dict], dic
     return per_file, {**error_rates(totals), **totals}
 
 
-class Recognizer:
-    """The checkpoint's model and letters, on the device of the flags; transcribes wav files of any rate."""
-
-    def __init__(self, args: argparse.Namespace):
-        self.device, self.dtype = inference_device(args), inference_dtype(args)
-        self.batch_size = args.batch_size
-        loading = argparse.Namespace(checkpoint=args.asr, labels_path=args.labels_path)
-        try:
-            self.model, self.dictionary = load_model(loading, self.device)
-        except UserError as error:  # its messages name inference.py's flag
-            raise UserError(str(error).replace("--checkpoint", "--asr")) from error
-
-    def transcribe(self, paths: list[Path]) -> list[str]:
-        utterances = read_inputs([str(path) for path in paths], SAMPLING_RATE,
-                                 normalize=self.model.config["normalize"])
-        heard = {}
-        for batch in batches_by_length(utterances, self.batch_size):
-            logits, frame_padding_mask = recognise(self.model, batch, self.device, self.dtype)
-            for utterance, text in zip(batch, transcripts(logits, frame_padding_mask, self.dictionary)):
-                heard[utterance.number] = text
-        return [heard[number] for number in range(1, len(utterances) + 1)]
+def load_recognizer(args: argparse.Namespace) -> Recognizer:
+    """The --asr checkpoint's model and letters (wav2vec2/api.py), on the device and in the precision of the flags."""
+    return Recognizer.from_checkpoint(args.asr, inference_device(args), inference_dtype(args), args.batch_size,
+                                      args.labels_path, flag="--asr")
 
 
 def evaluate(recognizer: Recognizer, pairs: list[tuple[int, str, Path]]) -> dict:
@@ -178,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
     pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
     torch.manual_seed(1234)
-    recognizer = Recognizer(args)
+    recognizer = load_recognizer(args)
     result = {"asr": args.asr, "wavs": args.wavs, "texts": args.texts, "synthesized": evaluate(recognizer, pairs)}
     print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)
     if args.espeak_ceiling:

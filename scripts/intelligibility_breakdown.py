@@ -32,7 +32,8 @@ from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_P
 from common.errors import exit_on_user_error
 from common.filelist import read_filelist
 from scripts.hifigan.extract_gta_mels import teacher_forced_mels
-from scripts.intelligibility import Recognizer, evaluate, render_with_espeak
+from scripts.intelligibility import evaluate, render_with_espeak
+from wav2vec2.api import Recognizer
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def load_synthesizer(tacotron2: str, hifigan: str | None):
 
 def free_running_mels(synthesizer, entries, seed: int) -> list[torch.Tensor]:
     """Synthesis from text alone, as inference.py makes it (one batch, prenet dropout seeded)."""
-    result = synthesizer.synthesize([entry.text for entry in entries], [entry.source for entry in entries], seed)
+    result = synthesizer.synthesize_batch([entry.text for entry in entries], [entry.source for entry in entries], seed)
     return [result["mel"][row, :, :length] for row, length in enumerate(result["mel_lengths"].tolist())]
 
 
@@ -102,8 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     output.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(1234)
-    recognizer = Recognizer(argparse.Namespace(asr=args.asr, labels_path=None, batch_size=8, cpu=True, amp=False,
-                                               bf16=False))
+    recognizer = Recognizer.from_checkpoint(args.asr, device="cpu", flag="--asr")
     synthesizer = load_synthesizer(args.tacotron2, args.hifigan)
     params = synthesizer.audio_params
     vocoders = [(setting.name, lambda mel, setting=setting: setting(mel.unsqueeze(0), params)[0])

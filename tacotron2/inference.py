@@ -4,7 +4,8 @@ a vocoder).
 
 Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order),
 alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with --save-mels (the input
-of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file.
+of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file. The synthesis itself is tacotron2/api.py's
+Synthesizer (the Python API); this is its command line.
 
 NVIDIA's Tacotron 2 inference.py command line (its README's: `--fp16` is --amp, `-sr` and `--stft-hop-length` are
 the checkpoint's) and its HiFi-GAN scripts/inference_example.sh (FastPitch + HiFi-GAN through that model's
@@ -16,27 +17,20 @@ part's (common/inference_args.py). FastPitch is not part of this framework: --fa
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 from pathlib import Path
 
 import torch
 
 from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group,
                               read_reference_spellings)
-from common.audio import LOG_CLAMP_MIN, AudioParams, save_wav
-from common.checkpoint import load_trained_model
+from common.audio import AudioParams, save_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
-from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,
-                                   inference_device, inference_dtype, open_run_logger, warm_up)
+from common.inference_args import RefusedFlag, benchmark, check_inference_args, open_run_logger, warm_up
 from common.inference_part import InferencePart
-from common.layers import lengths_to_mask
 from common.logger import plot_to_image
-from common.text import TextProcessor
-from common.vocoder import add_vocoder_args, load_vocoder
-from tacotron2.alignment import alignment_health
-from tacotron2.model import max_steps_warnings_silenced
+from common.vocoder import add_vocoder_args
+from tacotron2.api import Synthesizer
 from tacotron2.recipe import RECIPE
 
 
@@ -133,79 +127,6 @@ def read_phrases(path: str | Path) -> list[tuple[int, str]]:
     return phrases
 
 
-def pad_token_ids(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.tensor([len(ids) for ids in sequences], dtype=torch.long)
-    padded = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
-    for row, ids in enumerate(sequences):
-        padded[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-    return padded.to(device), lengths.to(device)
-
-
-class Synthesizer:
-    """Tacotron 2 + vocoder, with per-stage timing."""
-
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
-        self.device = inference_device(args)
-        # NVIDIA's published checkpoint carries no config: it is the default architecture.
-        self.tacotron2, checkpoint = load_trained_model(RECIPE, args.tacotron2, self.device, published_config={},
-                                                        flag="--tacotron2")
-        self.text = TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
-        self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
-                             else AudioParams())
-        self.dtype = inference_dtype(args)
-        self.vocoder = load_vocoder(args, self.device, self.audio_params)
-        self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
-                                                f"the Tacotron 2 checkpoint {args.tacotron2}")
-        fast = args.fast_decoder or args.compile
-        if fast and args.torchscript:
-            raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
-                            f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
-        if args.compile:
-            self.tacotron2.decoder.compile_step()
-        else:
-            self.tacotron2.decoder.fast = args.fast_decoder
-        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu" and not fast
-        self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
-
-    @torch.no_grad()
-    def synthesize(self, texts: list[str], sources: list[str], seed: int, warn_max_steps: bool = True) -> dict:
-        timings = {}
-        with Stopwatch(torch.device("cpu")) as preprocessing:
-            try:
-                token_ids = [self.text.encode(text, source=source) for text, source in zip(texts, sources)]
-            except ValueError as error:  # a line the text front-end cannot read; the message names it
-                raise UserError(str(error)) from error
-            text, text_lengths = pad_token_ids(token_ids, self.device)
-        timings["preprocessing"] = preprocessing.seconds
-
-        generator = torch.Generator(device=self.device).manual_seed(seed)
-        with Stopwatch(self.device) as tacotron2_time:
-            with autocast(self.device, self.dtype), max_steps_warnings_silenced():  # warned below, naming the line
-                result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold,
-                                    generator)
-            mel, mel_lengths, alignments, hit_max_steps = result
-        timings["tacotron2"] = tacotron2_time.seconds
-
-        # Past each utterance's end the mel is silence for the vocoder (a zero log-mel would be loud).
-        valid = lengths_to_mask(mel_lengths, mel.shape[-1]).unsqueeze(1)
-        mel = mel.float().masked_fill(~valid, math.log(LOG_CLAMP_MIN))
-        with Stopwatch(self.device) as vocoder_time:
-            with autocast(self.device, self.dtype):
-                audio = self.vocoder(mel)
-            audio = audio.float()
-        timings["vocoder"] = vocoder_time.seconds
-        timings["latency"] = timings["tacotron2"] + timings["vocoder"]
-        for index in torch.nonzero(hit_max_steps).flatten().tolist() if warn_max_steps else []:
-            print(f"warning: {sources[index]}: reached --max-decoder-steps before the stop gate fired; "
-                  "the audio is cut off", file=sys.stderr)
-        audio_lengths = mel_lengths.cpu() * self.audio_params.hop_length
-        health = alignment_health(alignments, text_lengths, mel_lengths, self.tacotron2.n_frames_per_step)
-        return {"mel": mel, "mel_lengths": mel_lengths.cpu(), "alignments": alignments, "audio": audio.cpu(),
-                "audio_lengths": audio_lengths, "text_lengths": text_lengths.cpu(), "timings": timings,
-                "alignment_score": health["score"]}
-
-
 def throughput_record(result: dict, audio_params: AudioParams) -> dict:
     timings = result["timings"]
     mel_frames = int(result["mel_lengths"].sum())
@@ -243,7 +164,7 @@ def run(args: argparse.Namespace) -> None:
     batches = [phrases[start:start + args.batch_size] for start in range(0, len(phrases), args.batch_size)]
 
     def synthesize(batch, seed):
-        return synthesizer.synthesize([text for _, text in batch], [f"{args.input}:{n}" for n, _ in batch], seed)
+        return synthesizer.synthesize_batch([text for _, text in batch], [f"{args.input}:{n}" for n, _ in batch], seed)
 
     if args.benchmark_repeats:
         summary = benchmark(lambda seed: throughput_record(synthesize(batches[0], seed), synthesizer.audio_params),

@@ -52,9 +52,9 @@ def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_pat
                                                      "--cpu"])
     synthesizer = Synthesizer(arguments)
     texts = ["Hello world.", "A much longer sentence comes second, with a number: 42.", "Short."]
-    together = synthesizer.synthesize(texts, ["a", "b", "c"], seed=5)
+    together = synthesizer.synthesize_batch(texts, ["a", "b", "c"], seed=5)
     for index, text in enumerate(texts):
-        alone = synthesizer.synthesize([text], ["x"], seed=5)
+        alone = synthesizer.synthesize_batch([text], ["x"], seed=5)
         length = int(alone["mel_lengths"][0])
         assert int(together["mel_lengths"][index]) == length
         torch.testing.assert_close(together["mel"][index, :, :length], alone["mel"][0, :, :length],
@@ -75,7 +75,7 @@ def test_torchscript_path_equals_eager(tacotron2_checkpoint):
     for flag in ("--torchscript", "--no-torchscript"):
         arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                          str(tacotron2_checkpoint), "--cpu", flag])
-        results[flag] = Synthesizer(arguments).synthesize(["Testing one two."], ["t"], seed=3)
+        results[flag] = Synthesizer(arguments).synthesize_batch(["Testing one two."], ["t"], seed=3)
     torch.testing.assert_close(results["--torchscript"]["mel"], results["--no-torchscript"]["mel"])
 
 

@@ -12,6 +12,7 @@ come back in input order. Greedy CTC decoding. With references beside the manife
 WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
 predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x labels).
 --benchmark-repeats N times N passes over the first batch after warm-up: latency percentiles and real-time factor.
+The model, its loading and its batches are wav2vec2/api.py's Recognizer (the Python API); this is its command line.
 
 NVIDIA's scripts/inference.sh command line runs as it is (translate_argv): `--w2v_path` is --checkpoint, `--data DIR
 --valid_subset NAME` is -i DIR/NAME.tsv, `--output_dir` is -o, `--fp16` is --amp, `--steps N --warmup_steps W` a
@@ -23,7 +24,6 @@ here, after the full pass that gives the WER), `--log_file` a path from the curr
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,16 +31,14 @@ import torch
 from common.arguments import (add_compatibility_flags, add_reference_names, path_from_current_folder,
                               read_reference_spellings)
 from common.audio import load_wav
-from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
-from common.inference_args import (RefusedFlag, Stopwatch, autocast, benchmark, check_inference_args,
-                                   inference_device, inference_dtype, open_run_logger)
+from common.inference_args import (RefusedFlag, Stopwatch, benchmark, check_inference_args, inference_device,
+                                   inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
-from wav2vec2 import checkpoints
 from wav2vec2.arg_parser import no_ema
+from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
-from wav2vec2.dictionary import Dictionary
 from wav2vec2.recipe import RECIPE
 
 
@@ -135,14 +133,6 @@ def manifest_from_data_and_subset(argv: list[str]) -> list[str]:
     return rest + ["-i", str(Path(given["--data"]) / f"{subset}.tsv")]
 
 
-@dataclass
-class Utterance:
-    number: int  # position in the input, from 1
-    name: str
-    audio: torch.Tensor
-    reference: str | None = None
-
-
 def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False) -> list[Utterance]:
     """The utterances of a manifest (with its references, if any) or of audio files, in input order; `normalize`:
     zero mean and unit variance per utterance, for models trained so (Large)."""
@@ -178,61 +168,16 @@ def reference_lines(manifest: Path, count: int) -> list[str] | None:
     return None
 
 
-def load_model(args: argparse.Namespace, device: torch.device) -> tuple[torch.nn.Module, Dictionary]:
-    """The CTC model of --checkpoint (ours, NVIDIA's or fairseq's fine-tuned file) and its dictionary."""
-    found = checkpoints.read_any_checkpoint(args.checkpoint, "--checkpoint")
-    config = found["model_config"]
-    if "vocab_size" not in config:
-        raise UserError(f"--checkpoint {args.checkpoint} is a pre-trained wav2vec 2.0 without a CTC head; "
-                        "fine-tune it first (train.py -m wav2vec2 finetune --w2v-path ...)")
-    model = RECIPE.build_model(config)
-    load_model_state(model, found["state_dict"], describe_source(args.checkpoint, "--checkpoint"))
-    if args.labels_path:
-        dictionary = Dictionary.load(args.labels_path)
-    elif found["symbols"]:
-        dictionary = Dictionary.from_dict({"symbols": found["symbols"]})
-    else:
-        raise UserError(f"--checkpoint {args.checkpoint} carries no dictionary; give --labels-path dict.ltr.txt")
-    if len(dictionary) != config["vocab_size"]:
-        raise UserError(f"the dictionary has {len(dictionary)} symbols but the checkpoint's CTC head has "
-                        f"{config['vocab_size']} outputs: give the dictionary it was trained with (--labels-path)")
-    return model.to(device).eval(), dictionary
-
-
-def batches_by_length(utterances: list[Utterance], batch_size: int) -> list[list[Utterance]]:
-    ordered = sorted(utterances, key=lambda utterance: utterance.audio.numel(), reverse=True)
-    return [ordered[start:start + batch_size] for start in range(0, len(ordered), batch_size)]
-
-
-def pad(batch: list[Utterance], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    lengths = torch.tensor([utterance.audio.numel() for utterance in batch])
-    source = torch.zeros(len(batch), int(lengths.max()))
-    for row, utterance in enumerate(batch):
-        source[row, :utterance.audio.numel()] = utterance.audio
-    padding_mask = torch.arange(source.shape[1])[None, :] >= lengths[:, None]
-    return source.to(device), padding_mask.to(device)
-
-
-@torch.no_grad()
-def recognise(model, batch: list[Utterance], device, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
-    source, padding_mask = pad(batch, device)
-    with autocast(device, dtype):
-        output = model(source, padding_mask=padding_mask)
-    return output["logits"].float(), output["padding_mask"]
-
-
-SAMPLING_RATE = 16000
-
-
 def run(args: argparse.Namespace) -> None:
     check_inference_args(args)
     if args.batch_size < 1:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
     device, dtype = inference_device(args), inference_dtype(args)
     torch.manual_seed(args.seed)
-    model, dictionary = load_model(args, device)
+    recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
+                                            flag="--checkpoint")
     sampling_rate = SAMPLING_RATE
-    utterances = read_inputs(args.input, sampling_rate, normalize=model.config["normalize"])
+    utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"])
     logger = open_run_logger(args)
     output = Path(args.output)
     logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
@@ -243,13 +188,14 @@ def run(args: argparse.Namespace) -> None:
     audio_seconds = compute_seconds = 0.0
     for batch in batches_by_length(utterances, args.batch_size):
         with Stopwatch(device) as stopwatch:
-            logits, frame_padding_mask = recognise(model, batch, device, dtype)
+            logits, frame_padding_mask = recognizer.logits(batch)
         compute_seconds += stopwatch.seconds
         audio_seconds += sum(utterance.audio.numel() for utterance in batch) / sampling_rate
-        for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask, dictionary))):
+        for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask,
+                                                                        recognizer.dictionary))):
             predictions[utterance.number] = text
             if args.save_logits:
-                frames = logits.shape[1] if frame_padding_mask is None else int((~frame_padding_mask[row]).sum())
+                frames = valid_frames(logits, frame_padding_mask, row)
                 (output / "logits").mkdir(parents=True, exist_ok=True)
                 torch.save(logits[row, :frames].cpu().clone(), output / "logits" / f"{utterance.number}.pt")
 
@@ -279,7 +225,7 @@ def run(args: argparse.Namespace) -> None:
 
         def measure(seed: int) -> dict:
             with Stopwatch(device) as stopwatch:
-                recognise(model, first, device, dtype)
+                recognizer.logits(first)
             return {"latency": stopwatch.seconds, "rtf": stopwatch.seconds / first_seconds}
 
         stats = benchmark(measure, args, averaged=("rtf",))

@@ -7,6 +7,7 @@ after weight norm was removed (NVIDIA's inference model, saved) load as they are
 from __future__ import annotations
 
 import argparse
+import re
 
 import torch
 
@@ -38,38 +39,62 @@ class WaveGlowVocoder:
                  denoiser_mode: str, seed: int):
         self.model, self.audio_params = model, audio_params
         self.sigma, self.denoising_strength, self.seed = sigma, denoising_strength, seed
+        self.denoiser_mode = denoiser_mode
         self.denoiser = Denoiser(model, audio_params, mode=denoiser_mode) if denoising_strength > 0 else None
         self.dtype = next(model.parameters()).dtype
+
+    def set_denoising_strength(self, strength: float) -> None:
+        """For the Python API's per-call denoise (tacotron2/api.py): the denoiser is made when first needed."""
+        if strength < 0:
+            raise UserError(f"the denoising strength must be 0 (off) or more, got {strength}")
+        if strength > 0 and self.denoiser is None:
+            self.denoiser = Denoiser(self.model, self.audio_params, mode=self.denoiser_mode)
+        self.denoising_strength = strength
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
         # Seeded like torch.manual_seed(seed) before NVIDIA's infer on this device: the same audio for their weights.
         generator = torch.Generator(device=mel.device).manual_seed(self.seed)
         audio = self.model.infer(mel.to(self.dtype), sigma=self.sigma, generator=generator).float()
-        if self.denoiser is not None:
+        if self.denoiser is not None and self.denoising_strength > 0:
             audio = self.denoiser(audio, strength=self.denoising_strength)
         return audio.clamp(-1.0, 1.0)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
-                 flag: str = "--waveglow") -> WaveGlowVocoder:
+def load_waveglow(path: str, device: torch.device, wn_channels: int | None = None,
+                  flag: str | None = "--waveglow") -> tuple[WaveGlow, AudioParams]:
+    """The WaveGlow of a checkpoint (ours or NVIDIA's) in eval mode on device, weight norm folded away, and the
+    AudioParams of its mels; wn_channels: --wn-channels, for a file without a config."""
     defaults = AudioParams()
-    published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": args.wn_channels or 512,
+    published_config = {"n_mel_channels": defaults.n_mel_channels, "wn_channels": wn_channels or 512,
                         "hop_length": defaults.hop_length, "win_length": defaults.win_length}
     model, checkpoint = load_trained_model(RECIPE, path, device, published_config=published_config,
                                            flag=flag)
-    if args.wn_channels is not None and args.wn_channels != model.WN[0].n_channels:
-        raise UserError(f"--wn-channels {args.wn_channels} was given, but the WaveGlow in {flag} {path} has "
+    if wn_channels is not None and wn_channels != model.WN[0].n_channels:
+        raise UserError(f"--wn-channels {wn_channels} was given, but the WaveGlow in {flag} {path} has "
                          f"{model.WN[0].n_channels} channels (from its config); drop the flag")
     remove_weight_norm(model)
+    audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
+                    else defaults)
+    return model, audio_params
+
+
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
+                 flag: str = "--waveglow") -> WaveGlowVocoder:
+    model, audio_params = load_waveglow(path, device, args.wn_channels, flag)
     if args.compile:
         model.compile_coupling()
     if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op
         model = model.to(torch.float16 if args.amp else torch.bfloat16)
-    audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
-                    else defaults)
     strength = DEFAULT_DENOISING_STRENGTH if args.denoising_strength is None else args.denoising_strength
     return WaveGlowVocoder(model, audio_params, args.sigma_infer, strength, args.denoiser_mode,
                            args.seed)
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True)
+def is_nvidia_waveglow_file(checkpoint: dict) -> bool:
+    """NVIDIA's WaveGlow checkpoint ({'state_dict': ..., 'config': ...}) or a bare WaveGlow state dict."""
+    weights = checkpoint.get("state_dict", checkpoint)
+    return isinstance(weights, dict) and any(re.match(r"^(module\.(1\.)?)?WN\.0\.", key) for key in weights)
+
+
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True,
+                      recognizes=is_nvidia_waveglow_file)

@@ -30,7 +30,7 @@ from common.errors import UserError, exit_on_user_error
 from common.filelist import read_filelist
 from common.inference_args import inference_device
 from common.text import TextProcessor
-from tacotron2.inference import pad_token_ids
+from tacotron2.api import pad_token_ids
 from tacotron2.recipe import RECIPE
 
 PARAMS_FILE = "audio_params.json"

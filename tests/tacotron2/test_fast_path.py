@@ -288,7 +288,7 @@ def test_inference_py_fast_decoder_equals_the_reference_and_refuses_torchscript(
                                                          str(checkpoint), "--cpu", "--max-decoder-steps", "20",
                                                          "--griffin-lim-iters", "2", *flags])
         synthesizer = Synthesizer(arguments)
-        return synthesizer.synthesize(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
+        return synthesizer.synthesize_batch(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
                                       warn_max_steps=False)
 
     reference = synthesize()  # TorchScript: the CPU's default

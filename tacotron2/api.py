@@ -1,0 +1,217 @@
+"""Text to speech in Python: Tacotron 2 and a vocoder, loaded once.
+
+    from tacotron2.api import Synthesizer
+    synthesizer = Synthesizer.from_checkpoints(tacotron2="T.pt", vocoder="W.pt", device="cpu")
+    audio = synthesizer.synthesize(["Hello world.", "A second line."], seed=1)   # float32 arrays in [-1, 1]
+
+The vocoder is a WaveGlow, HiFi-GAN (ours, NVIDIA's or jik876's) or WaveNet file, its family read from the file
+(common/vocoder.py: vocoder_family), or "griffin-lim". Each checkpoint may also be the URL of a file whose name
+carries its sha256 prefix (common/api.py). The audio is at `synthesizer.sampling_rate`. A Synthesizer is exactly what
+`inference.py --tacotron2 T.pt --<vocoder> V.pt` runs (tacotron2/inference.py is the command line over this class),
+and `synthesize(texts, seed=S)` gives the audio that command writes with --seed S.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from common.api import api_device, api_dtype, local_checkpoint
+from common.audio import LOG_CLAMP_MIN, AudioParams
+from common.checkpoint import load_checkpoint, load_trained_model
+from common.errors import UserError
+from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
+from common.layers import lengths_to_mask
+from common.text import TextProcessor
+from common.vocoder import GRIFFIN_LIM, checkpoint_flag, load_vocoder, vocoder_family
+from tacotron2.alignment import alignment_health
+from tacotron2.model import max_steps_warnings_silenced
+from tacotron2.recipe import RECIPE
+
+# Every flag of `inference.py -m Tacotron2` is an option of from_checkpoints, by its Python name, except these: set by
+# its own arguments or by synthesize's (seed), or about the command's files and timing rather than synthesis.
+_NOT_OPTIONS = {"model_name", "input", "output", "tacotron2", "vocoder", "vocoder_checkpoint", "cpu", "amp", "bf16",
+                "batch_size", "seed", "suffix", "log_file", "include_warmup", "benchmark_repeats", "quiet",
+                "save_alignments", "save_mels"}
+
+
+def pad_token_ids(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(ids) for ids in sequences], dtype=torch.long)
+    padded = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        padded[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return padded.to(device), lengths.to(device)
+
+
+def encode_texts(text_processor: TextProcessor, texts: list[str], sources: list[str], device: torch.device
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tacotron 2's input: the texts' symbol ids, zero-padded (B, longest), and their lengths (B,)."""
+    try:
+        token_ids = [text_processor.encode(text, source=source) for text, source in zip(texts, sources)]
+    except ValueError as error:  # a line the text front-end cannot read; the message names it
+        raise UserError(str(error)) from error
+    return pad_token_ids(token_ids, device)
+
+
+def text_processor_of(checkpoint: dict) -> TextProcessor:
+    """The text front-end a Tacotron 2 checkpoint was trained with (NVIDIA's carry none: their default)."""
+    return TextProcessor.from_dict(checkpoint["text"]) if checkpoint.get("text") else TextProcessor()
+
+
+class TextInput:
+    """Texts as Tacotron 2's input, with a checkpoint's text front-end (or the default one): what NVIDIA's torch.hub
+    `nvidia_tts_utils` gives (hubconf.py)."""
+
+    def __init__(self, text_processor: TextProcessor):
+        self.text_processor = text_processor
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path | None = None, check_hash: bool = True) -> "TextInput":
+        if path is None:
+            return cls(TextProcessor())
+        return cls(text_processor_of(load_checkpoint(local_checkpoint(path, check_hash), RECIPE.name)))
+
+    def prepare_input_sequence(self, texts: list[str], cpu_run: bool = False, device: str | torch.device | None = None
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(symbol ids (B, longest) zero-padded, lengths (B,)) in input order, for Tacotron2.infer; on device
+        (default: the GPU if there is one, unless cpu_run, NVIDIA's flag)."""
+        device = api_device("cpu" if cpu_run and device is None else device)
+        return encode_texts(self.text_processor, list(texts), [f"texts[{index}]" for index in range(len(texts))],
+                            device)
+
+
+class Synthesizer:
+    """Tacotron 2 + vocoder on one device, in one precision, with per-stage timing. Built from the flags of
+    `inference.py -m Tacotron2` (args), or by from_checkpoints."""
+
+    def __init__(self, args: argparse.Namespace, device: torch.device | None = None):
+        self.args = args
+        self.device = device or inference_device(args)
+        self.batch_size = args.batch_size
+        # NVIDIA's published checkpoint carries no config: it is the default architecture.
+        self.tacotron2, checkpoint = load_trained_model(RECIPE, args.tacotron2, self.device, published_config={},
+                                                        flag="--tacotron2")
+        self.text = text_processor_of(checkpoint)
+        self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
+                             else AudioParams())
+        self.dtype = inference_dtype(args)
+        self.vocoder = load_vocoder(args, self.device, self.audio_params)
+        self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
+                                                f"the Tacotron 2 checkpoint {args.tacotron2}")
+        fast = args.fast_decoder or args.compile
+        if fast and args.torchscript:
+            raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
+                            f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
+        if args.compile:
+            self.tacotron2.decoder.compile_step()
+        else:
+            self.tacotron2.decoder.fast = args.fast_decoder
+        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu" and not fast
+        self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
+        self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
+
+    @classmethod
+    def from_checkpoints(cls, tacotron2: str | Path, vocoder: str | Path = "griffin-lim",
+                         device: str | torch.device | None = None, precision: str = "fp32", batch_size: int = 8,
+                         check_hash: bool = True, **options) -> "Synthesizer":
+        """tacotron2: a Tacotron 2 checkpoint (ours or NVIDIA's). vocoder: a WaveGlow, HiFi-GAN or WaveNet checkpoint
+        (its family read from the file), or "griffin-lim". Either may be a URL whose file name carries its sha256
+        prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16. batch_size: utterances
+        synthesized together. options: any other flag of `inference.py -m Tacotron2` by its Python name, e.g.
+        sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000,
+        torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60."""
+        import inference  # the repository root's command line: its parser's defaults are the defaults here
+
+        device, dtype = api_device(device), api_dtype(precision)
+        if batch_size < 1:
+            raise UserError(f"batch_size must be at least 1, got {batch_size}")
+        # The command line this synthesizer is (-i and -o are read by the command only).
+        args = inference.build_parser(RECIPE.name).parse_args(
+            ["-i", "", "-o", "", "--tacotron2", local_checkpoint(tacotron2, check_hash)])
+        settable = set(vars(args)) - _NOT_OPTIONS
+        unknown = sorted(set(options) - settable)
+        if unknown:
+            raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(sorted(settable))}")
+        vars(args).update(options, cpu=device.type == "cpu", amp=dtype == torch.float16,
+                          bf16=dtype == torch.bfloat16, batch_size=batch_size)
+        if str(vocoder).replace("-", "").replace("_", "").lower() == GRIFFIN_LIM.lower():
+            args.vocoder = GRIFFIN_LIM
+        else:
+            path = local_checkpoint(vocoder, check_hash)
+            setattr(args, checkpoint_flag(vocoder_family(path))[2:], path)
+        return cls(args, device)
+
+    @property
+    def sampling_rate(self) -> int:
+        return self.audio_params.sampling_rate
+
+    def synthesize(self, texts: str | list[str], seed: int | None = None, denoise: float | None = None
+                   ) -> list[np.ndarray]:
+        """The audio of each text (float32 in [-1, 1] at self.sampling_rate, as long as its mel), in batches of
+        self.batch_size. seed: seeds Tacotron 2's prenet dropout (batch i: seed + i) and the vocoder's noise, so the
+        same seed gives the same audio (default: a draw from torch's global generator). denoise: the vocoder's
+        denoising strength for this call (0: off; default: the strength it was loaded with; WaveGlow and HiFi-GAN
+        only)."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        seed = int(torch.randint(0, 2**31 - 1, ())) if seed is None else seed
+        self._set_vocoder_seed_and_denoising(seed, denoise)
+        audio = []
+        for index, start in enumerate(range(0, len(texts), self.batch_size)):
+            batch = texts[start:start + self.batch_size]
+            result = self.synthesize_batch(batch, [f"texts[{start + row}]" for row in range(len(batch))],
+                                           seed + index)
+            for row in range(len(batch)):
+                length = int(result["audio_lengths"][row])
+                audio.append(result["audio"][row, :length].numpy().astype(np.float32))
+        return audio
+
+    def _set_vocoder_seed_and_denoising(self, seed: int, denoise: float | None) -> None:
+        if hasattr(self.vocoder, "seed"):  # WaveGlow's noise, WaveNet's sampling
+            self.vocoder.seed = seed
+        strength = self.default_denoising_strength if denoise is None else denoise
+        if hasattr(self.vocoder, "set_denoising_strength"):  # the vocoders with a denoiser (WaveGlow, HiFi-GAN)
+            self.vocoder.set_denoising_strength(strength)
+        elif denoise:
+            raise UserError(f"denoise={denoise}: the {self.vocoder.name} vocoder has no denoiser; drop denoise")
+
+    @torch.no_grad()
+    def synthesize_batch(self, texts: list[str], sources: list[str], seed: int, warn_max_steps: bool = True
+                         ) -> dict:
+        """One batch, padded: mel, mel_lengths, alignments, audio (B, samples), audio_lengths, text_lengths, the
+        timings of each stage and the alignment score. sources name the texts in messages."""
+        timings = {}
+        with Stopwatch(torch.device("cpu")) as preprocessing:
+            text, text_lengths = encode_texts(self.text, texts, sources, self.device)
+        timings["preprocessing"] = preprocessing.seconds
+
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        with Stopwatch(self.device) as tacotron2_time:
+            with autocast(self.device, self.dtype), max_steps_warnings_silenced():  # warned below, naming the line
+                result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold,
+                                    generator)
+            mel, mel_lengths, alignments, hit_max_steps = result
+        timings["tacotron2"] = tacotron2_time.seconds
+
+        # Past each utterance's end the mel is silence for the vocoder (a zero log-mel would be loud).
+        valid = lengths_to_mask(mel_lengths, mel.shape[-1]).unsqueeze(1)
+        mel = mel.float().masked_fill(~valid, math.log(LOG_CLAMP_MIN))
+        with Stopwatch(self.device) as vocoder_time:
+            with autocast(self.device, self.dtype):
+                audio = self.vocoder(mel)
+            audio = audio.float()
+        timings["vocoder"] = vocoder_time.seconds
+        timings["latency"] = timings["tacotron2"] + timings["vocoder"]
+        for index in torch.nonzero(hit_max_steps).flatten().tolist() if warn_max_steps else []:
+            print(f"warning: {sources[index]}: reached --max-decoder-steps before the stop gate fired; "
+                  "the audio is cut off", file=sys.stderr)
+        audio_lengths = mel_lengths.cpu() * self.audio_params.hop_length
+        health = alignment_health(alignments, text_lengths, mel_lengths, self.tacotron2.n_frames_per_step)
+        return {"mel": mel, "mel_lengths": mel_lengths.cpu(), "alignments": alignments, "audio": audio.cpu(),
+                "audio_lengths": audio_lengths, "text_lengths": text_lengths.cpu(), "timings": timings,
+                "alignment_score": health["score"]}
+
+

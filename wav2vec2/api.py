@@ -1,0 +1,198 @@
+"""Speech to text in Python: a fine-tuned (CTC) wav2vec 2.0 and its letters, loaded once.
+
+    from wav2vec2.api import Recognizer
+    recognizer = Recognizer.from_checkpoint("checkpoint_wav2vec2_best.pt", device="cpu")
+    texts = recognizer.transcribe(["a.wav", "b.flac"])              # or float arrays, with sampling_rate=...
+
+The checkpoint is one of ours, NVIDIA's or fairseq's fine-tuned files (read without unpickling code,
+wav2vec2/checkpoints.py), a Hugging Face Wav2Vec2ForCTC folder (wav2vec2/convert.py), or the URL of a file, checked
+against the sha256 prefix in its name (common/api.py). Audio of any rate is resampled to the model's 16 kHz.
+Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding.
+`inference.py -m wav2vec2` (wav2vec2/inference.py) is the command line over this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from common.api import api_device, api_dtype, local_checkpoint
+from common.audio import load_wav, resample_audio
+from common.checkpoint import describe_source, load_model_state
+from common.errors import UserError
+from common.inference_args import autocast
+from wav2vec2 import checkpoints
+from wav2vec2.decoding import transcripts
+from wav2vec2.dictionary import Dictionary
+from wav2vec2.recipe import RECIPE
+
+SAMPLING_RATE = 16000  # the rate of every published wav2vec 2.0
+
+
+@dataclass
+class Utterance:
+    number: int  # position in the input, from 1
+    name: str
+    audio: torch.Tensor
+    reference: str | None = None
+
+
+def read_found_checkpoint(path: str | Path, flag: str | None) -> dict:
+    """checkpoints.read_any_checkpoint's dict (model_config, state_dict, symbols, format) of a file, or of a Hugging
+    Face model folder (converted in memory)."""
+    if Path(path).is_dir():
+        from wav2vec2.convert import from_hf  # imported late: only HF folders need it
+
+        converted = from_hf(path)
+        text = converted.get("text") or {}
+        return {"model_config": converted["model_config"], "state_dict": converted["state_dict"],
+                "symbols": text.get("symbols"), "format": "huggingface"}
+    return checkpoints.read_any_checkpoint(path, flag)
+
+
+def load_ctc_model(path: str | Path, device: torch.device, labels_path: str | None = None,
+                   flag: str | None = "--checkpoint") -> tuple[torch.nn.Module, Dictionary]:
+    """The CTC model of a fine-tuned checkpoint (ours, NVIDIA's, fairseq's, or an HF folder) in eval mode on device,
+    and its dictionary (the file's, or labels_path's dict.ltr.txt). flag: the option that gave the path, for
+    messages."""
+    source = describe_source(path, flag)
+    found = read_found_checkpoint(path, flag)
+    config = found["model_config"]
+    if "vocab_size" not in config:
+        raise UserError(f"{source} is a pre-trained wav2vec 2.0 without a CTC head; "
+                        "fine-tune it first (train.py -m wav2vec2 finetune --w2v-path ...)")
+    model = RECIPE.build_model(config)
+    load_model_state(model, found["state_dict"], source)
+    if labels_path:
+        dictionary = Dictionary.load(labels_path)
+    elif found["symbols"]:
+        dictionary = Dictionary.from_dict({"symbols": found["symbols"]})
+    else:
+        raise UserError(f"{source} carries no dictionary; give --labels-path dict.ltr.txt")
+    if len(dictionary) != config["vocab_size"]:
+        raise UserError(f"the dictionary has {len(dictionary)} symbols but the checkpoint's CTC head has "
+                        f"{config['vocab_size']} outputs: give the dictionary it was trained with (--labels-path)")
+    return model.to(device).eval(), dictionary
+
+
+def batches_by_length(utterances: list[Utterance], batch_size: int) -> list[list[Utterance]]:
+    ordered = sorted(utterances, key=lambda utterance: utterance.audio.numel(), reverse=True)
+    return [ordered[start:start + batch_size] for start in range(0, len(ordered), batch_size)]
+
+
+def pad(batch: list[Utterance], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([utterance.audio.numel() for utterance in batch])
+    source = torch.zeros(len(batch), int(lengths.max()))
+    for row, utterance in enumerate(batch):
+        source[row, :utterance.audio.numel()] = utterance.audio
+    padding_mask = torch.arange(source.shape[1])[None, :] >= lengths[:, None]
+    return source.to(device), padding_mask.to(device)
+
+
+@torch.no_grad()
+def recognise(model, batch: list[Utterance], device, dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(logits (B, frames, labels) in float32, the frames' padding mask or None) of one batch."""
+    source, padding_mask = pad(batch, device)
+    with autocast(device, dtype):
+        output = model(source, padding_mask=padding_mask)
+    return output["logits"].float(), output["padding_mask"]
+
+
+def valid_frames(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, row: int) -> int:
+    return logits.shape[1] if frame_padding_mask is None else int((~frame_padding_mask[row]).sum())
+
+
+def audio_from_array(audio, sampling_rate: int, to_rate: int, source: str) -> np.ndarray:
+    """A mono float32 array at to_rate from a 1-D array (float in [-1, 1], or integer PCM) or tensor."""
+    if isinstance(audio, torch.Tensor):
+        audio = audio.detach().cpu().numpy()
+    audio = np.asarray(audio)
+    if audio.ndim != 1:
+        raise UserError(f"{source} has shape {audio.shape}: give each utterance as a 1-D (mono) array")
+    if audio.size == 0:
+        raise UserError(f"{source} holds no samples")
+    if np.issubdtype(audio.dtype, np.integer):  # PCM: full scale is the integer type's range
+        audio = audio / float(np.iinfo(audio.dtype).max + 1)
+    elif not np.issubdtype(audio.dtype, np.floating):
+        raise UserError(f"{source} is an array of {audio.dtype}: give float audio in [-1, 1] (or integer PCM)")
+    audio = audio.astype(np.float32)
+    return resample_audio(audio, sampling_rate, to_rate) if sampling_rate != to_rate else audio
+
+
+class Recognizer:
+    """A fine-tuned wav2vec 2.0 CTC model and its dictionary, on one device, in one precision."""
+
+    sampling_rate = SAMPLING_RATE
+
+    def __init__(self, model: torch.nn.Module, dictionary: Dictionary, device: torch.device,
+                 dtype: torch.dtype = torch.float32, batch_size: int = 8):
+        if batch_size < 1:
+            raise UserError(f"batch_size must be at least 1, got {batch_size}")
+        self.model, self.dictionary = model, dictionary
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
+                        batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
+                        flag: str | None = None) -> "Recognizer":
+        """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), an HF Wav2Vec2ForCTC folder, or a URL whose
+        file name carries its sha256 prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16
+        (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary. flag: the command-line option
+        that gave the path, for messages."""
+        device = api_device(device)
+        model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
+        return cls(model, dictionary, device, api_dtype(precision), batch_size)
+
+    @property
+    def labels(self) -> list[str]:
+        """What each column of the log-probabilities is: the dictionary's symbols in index order (blank first)."""
+        return list(self.dictionary.symbols_with_specials)
+
+    def utterances(self, audio, sampling_rate: int | None = None) -> list[Utterance]:
+        """Each item (a path, or a 1-D array at sampling_rate, default the model's) as 16 kHz mono audio,
+        normalised where the model was trained so."""
+        one = isinstance(audio, (str, Path)) or (isinstance(audio, (np.ndarray, torch.Tensor)) and audio.ndim == 1)
+        items = [audio] if one else list(audio)  # a 2-D array: one utterance per row
+        normalize = self.model.config["normalize"]
+        utterances = []
+        for number, item in enumerate(items, 1):
+            if isinstance(item, (str, Path)):
+                waveform = load_wav(Path(item), self.sampling_rate, source=f"audio {number}", mix_to_mono=True,
+                                    resample=True, normalize=normalize)
+                utterances.append(Utterance(number, str(item), waveform))
+                continue
+            name = f"audio {number}"
+            samples = audio_from_array(item, sampling_rate or self.sampling_rate, self.sampling_rate, name)
+            waveform = torch.from_numpy(np.ascontiguousarray(samples))
+            if normalize:  # as load_wav: zero mean, unit variance over the utterance (fairseq's --normalize)
+                waveform = F.layer_norm(waveform, waveform.shape)
+            utterances.append(Utterance(number, name, waveform))
+        return utterances
+
+    def logits(self, batch: list[Utterance]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One batch's logits (B, frames, labels) and the frames' padding mask (None: no padding)."""
+        return recognise(self.model, batch, self.device, self.dtype)
+
+    def transcribe(self, audio, sampling_rate: int | None = None, return_log_probs: bool = False):
+        """audio: paths of sound files (at any rate, channels mixed; sampling_rate is for arrays) or 1-D arrays at
+        sampling_rate (default 16 kHz), one or a list (a 2-D array: one per row). Returns the texts in input order;
+        with return_log_probs, (texts, log-probabilities): per utterance a float32 array (frames, len(labels)), the
+        CTC's log-softmax over self.labels per frame."""
+        utterances = self.utterances(audio, sampling_rate)
+        texts: dict[int, str] = {}
+        log_probs: dict[int, np.ndarray] = {}
+        for batch in batches_by_length(utterances, self.batch_size):
+            logits, frame_padding_mask = self.logits(batch)
+            for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask,
+                                                                            self.dictionary))):
+                texts[utterance.number] = text
+                if return_log_probs:
+                    frames = valid_frames(logits, frame_padding_mask, row)
+                    log_probs[utterance.number] = logits[row, :frames].log_softmax(-1).cpu().numpy()
+        numbers = [utterance.number for utterance in utterances]
+        if return_log_probs:
+            return [texts[number] for number in numbers], [log_probs[number] for number in numbers]
+        return [texts[number] for number in numbers]

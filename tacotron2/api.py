@@ -96,6 +96,10 @@ class Synthesizer:
         self.tacotron2, checkpoint = load_trained_model(RECIPE, args.tacotron2, self.device, published_config={},
                                                         flag="--tacotron2")
         self.text = text_processor_of(checkpoint)
+        if self.text.n_symbols != self.tacotron2.embedding.num_embeddings:
+            raise UserError(f"--tacotron2 {args.tacotron2}: its symbol table has {self.text.n_symbols} symbols but "
+                            f"its embedding {self.tacotron2.embedding.num_embeddings} rows; the file was altered or "
+                            "mixes two checkpoints")
         self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                              else AudioParams())
         self.dtype = inference_dtype(args)

@@ -8,7 +8,7 @@ import torch
 
 import inference
 import train
-from common.errors import exit_on_user_error
+from common.errors import UserError, exit_on_user_error
 from common.text.symbols import SYMBOLS
 from tacotron2.inference import Synthesizer
 from tests.families import run_args
@@ -79,6 +79,20 @@ def test_a_symbols_file_round_trips_into_the_checkpoint(file_name, synthetic_cor
                                  tmp_path / "checkpoint.pt")
     checkpoint = torch.load(saved, map_location="cpu", weights_only=True)
     assert checkpoint["text"]["symbols"] == table and checkpoint["model_config"]["n_symbols"] == len(table)
+
+
+def test_a_checkpoint_whose_table_disagrees_with_its_embedding_is_refused_at_inference(synthetic_corpus,
+                                                                                        german_corpus, tmp_path):
+    saved = untrained_checkpoint(german_run(synthetic_corpus, german_corpus, tmp_path, "--symbols-from-filelist"),
+                                 tmp_path / "checkpoint.pt")
+    checkpoint = torch.load(saved, map_location="cpu", weights_only=True)
+    checkpoint["text"]["symbols"] = list(SYMBOLS)  # NVIDIA's 148 beside an embedding of the German table's rows
+    torch.save(checkpoint, tmp_path / "mixed.pt")
+    args = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2", str(tmp_path / "mixed.pt"),
+                                                "--cpu"])
+    rows = checkpoint["state_dict"]["embedding.weight"].shape[0]
+    with pytest.raises(UserError, match=f"mixed.pt: its symbol table has 148 symbols but its embedding {rows} rows"):
+        Synthesizer(args)
 
 
 def test_the_default_table_is_still_nvidias(synthetic_corpus, tmp_path):

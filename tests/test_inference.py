@@ -1,5 +1,4 @@
 """inference.py end to end: wavs per line in input order, batching, TorchScript, benchmark mode and clear errors."""
-import json
 import re
 
 import numpy as np

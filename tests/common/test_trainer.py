@@ -14,7 +14,7 @@ from common.logger import read_dllogger_file
 from common.schedules import WarmupPolynomialSchedule
 from common.trainer import Trainer
 from common.recipe import StepOutput, TrainerView
-from tests.common.toy_recipes import (Points, collate, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
+from tests.common.toy_recipes import (Points, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
                                       sgd, toy_args, toy_recipe, train_on_ranks)
 
 

@@ -12,8 +12,8 @@ from torch import nn
 from common.checkpoint import load_checkpoint
 from common.logger import read_dllogger_file
 from common.schedules import WarmupPolynomialSchedule
-from common.trainer import Trainer
 from common.recipe import StepOutput, TrainerView
+from common.trainer import Trainer
 from tests.common.toy_recipes import (Points, gan_recipe, max_tokens_recipe, metric_recipe, regression_loss,
                                       sgd, toy_args, toy_recipe, train_on_ranks)
 

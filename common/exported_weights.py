@@ -168,3 +168,17 @@ def load_exported(path: str | Path, expected_model: str | None = None) -> tuple[
     unfold_weight_norm_where_folded(model, state_dict)  # weights exported from a file saved with weight norm folded
     load_model_state(model, state_dict, str(path))
     return model.eval(), metadata
+
+
+def is_exported_folder(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / METADATA_FILE).is_file()
+
+
+def load_exported_as_checkpoint(path: str | Path, expected_model: str) -> tuple[torch.nn.Module, dict]:
+    """load_exported, with the metadata as the checkpoint dict that load_trained_model's callers read (model_config,
+    audio_params, text, epoch, iteration, state_dict): inference and the Python API take an exported folder."""
+    model, metadata = load_exported(path, expected_model)
+    checkpoint = {key: metadata[key] for key in ("model_name", "model_config", "audio_params", "text")}
+    checkpoint.update(epoch=metadata["training"]["epoch"], iteration=metadata["training"]["iteration"],
+                      state_dict=model.state_dict())
+    return model, checkpoint

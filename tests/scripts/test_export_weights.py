@@ -125,3 +125,16 @@ def test_damaged_exported_weights_are_a_user_error(synthetic_corpus, tmp_path):
     (tmp_path / "exported" / "metadata.json").unlink()
     with pytest.raises(UserError, match="exported weights not found: .*metadata.json"):
         load_exported(tmp_path / "exported")
+
+
+def test_inference_loads_an_exported_folder_like_the_checkpoint(tacotron2_checkpoint, tmp_path):
+    export_weights.main([str(tacotron2_checkpoint), str(tmp_path / "exported")])
+    recipe = get_recipe("Tacotron2")
+    model, checkpoint = load_trained_model(recipe, tmp_path / "exported", torch.device("cpu"))
+    original, saved = load_trained_model(recipe, tacotron2_checkpoint, torch.device("cpu"))
+    assert checkpoint["text"] == saved["text"] and checkpoint["audio_params"] == saved["audio_params"]
+    assert checkpoint["epoch"] == saved["epoch"] and checkpoint["iteration"] == saved["iteration"]
+    assert torch.equal(fixed_output("Tacotron2", model, checkpoint["model_config"]),
+                       fixed_output("Tacotron2", original, saved["model_config"]))
+    with pytest.raises(UserError, match="holds Tacotron2 weights, expected WaveGlow"):
+        load_trained_model(get_recipe("WaveGlow"), tmp_path / "exported", torch.device("cpu"))

@@ -124,11 +124,8 @@ def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: 
     return output
 
 
-def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """(metadata, state dict) of an exported folder (or its model.safetensors)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+def _exported_files(path: str | Path) -> tuple[Path, Path]:
+    """(model.safetensors, metadata.json) of an exported folder (or of its model.safetensors), both checked to exist."""
     path = Path(path)
     folder = path.parent if path.name == WEIGHTS_FILE else path
     weights, metadata_file = folder / WEIGHTS_FILE, folder / METADATA_FILE
@@ -136,12 +133,28 @@ def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
         if not needed.is_file():
             raise UserFileNotFoundError(f"exported weights not found: {needed} (scripts.export_weights writes "
                                         f"{WEIGHTS_FILE} and {METADATA_FILE} together)")
+    return weights, metadata_file
+
+
+def read_exported_metadata(path: str | Path) -> dict:
+    """metadata.json of an exported folder (or of its model.safetensors)."""
+    _, metadata_file = _exported_files(path)
     try:
         metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"cannot read {metadata_file}: not valid JSON ({error})") from error
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise UserError(f"{metadata_file} is not the metadata of exported weights (no \"format\": \"{FORMAT}\")")
+    return metadata
+
+
+def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, state dict) of an exported folder (or its model.safetensors)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    metadata = read_exported_metadata(path)
+    weights, _ = _exported_files(path)
     try:
         state_dict = load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as error:

@@ -138,3 +138,18 @@ def test_inference_loads_an_exported_folder_like_the_checkpoint(tacotron2_checkp
                        fixed_output("Tacotron2", original, saved["model_config"]))
     with pytest.raises(UserError, match="holds Tacotron2 weights, expected WaveGlow"):
         load_trained_model(get_recipe("WaveGlow"), tmp_path / "exported", torch.device("cpu"))
+
+
+def test_the_synthesizer_takes_exported_folders_for_tacotron2_and_the_vocoder(tacotron2_checkpoint, synthetic_corpus,
+                                                                              tmp_path):
+    from tacotron2.api import Synthesizer
+
+    waveglow = untrained_checkpoint(run_args("WaveGlow", synthetic_corpus, tmp_path), tmp_path / "waveglow.pt")
+    export_weights.main([str(tacotron2_checkpoint), str(tmp_path / "tacotron2")])
+    export_weights.main([str(waveglow), str(tmp_path / "waveglow")])
+    from_files = Synthesizer.from_checkpoints(tacotron2_checkpoint, waveglow, device="cpu")
+    from_folders = Synthesizer.from_checkpoints(tmp_path / "tacotron2", tmp_path / "waveglow", device="cpu")
+    assert from_folders.vocoder.name == from_files.vocoder.name == "waveglow"
+    audio_of_files, audio_of_folders = (synthesizer.synthesize("A short test.", seed=1)
+                                        for synthesizer in (from_files, from_folders))
+    assert torch.equal(torch.as_tensor(audio_of_files[0]), torch.as_tensor(audio_of_folders[0]))

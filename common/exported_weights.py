@@ -33,11 +33,12 @@ METADATA_FILE = "metadata.json"
 # ---- reading a training checkpoint ---------------------------------------------------------------------------------
 
 
-def _family_of(checkpoint: dict | None, model_name: str | None, source: str) -> str:
-    found = checkpoint.get("model_name") if checkpoint is not None else None
+def _family_of(checkpoint: dict, model_name: str | None, source: str) -> str:
+    """The family the checkpoint names, else -m's, else wav2vec 2.0 for a fairseq-style file ({"model": ...})."""
+    found = checkpoint.get("model_name")
     if found is not None and model_name is not None and found != model_name:
         raise UserError(f"checkpoint {source} is a {found} checkpoint, not {model_name} (-m)")
-    name = found or model_name or ("wav2vec2" if checkpoint is not None and "model" in checkpoint else None)
+    name = found or model_name or ("wav2vec2" if "model" in checkpoint else None)
     if name is None:
         raise UserError(f"checkpoint {source} does not say which model it holds (no model_name); "
                         f"give -m with one of {', '.join(FAMILIES)}")
@@ -77,10 +78,14 @@ def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str |
     name = _family_of(checkpoint, model_name, source)
     if name == "wav2vec2":
         return _metadata(path, name, checkpoint, *_wav2vec2_parts(path, flag, checkpoint))
-    model, _ = load_trained_model(get_recipe(name), path, torch.device("cpu"), flag=flag)
+    recipe = get_recipe(name)
+    # A file without a model config (NVIDIA's bare weights) is the family's default architecture, as the Python API
+    # and torch.hub read it; the weights then load strictly or fail naming the keys that do not fit.
+    model, _ = load_trained_model(recipe, path, torch.device("cpu"), published_config={}, flag=flag)
     config = checkpoint.get("model_config")
-    if config is None:  # NVIDIA's file: its config, translated as load_trained_model did
-        config = get_recipe(name).config_from_reference(checkpoint["config"])
+    if config is None:  # NVIDIA's file: its config translated as load_trained_model did, else the defaults
+        has_reference = isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None
+        config = recipe.config_from_reference(checkpoint["config"]) if has_reference else {}
     return _metadata(path, name, checkpoint, config, model.state_dict(), checkpoint.get("text"),
                      checkpoint.get("audio_params"))
 

@@ -153,3 +153,27 @@ def test_the_synthesizer_takes_exported_folders_for_tacotron2_and_the_vocoder(ta
     audio_of_files, audio_of_folders = (synthesizer.synthesize("A short test.", seed=1)
                                         for synthesizer in (from_files, from_folders))
     assert torch.equal(torch.as_tensor(audio_of_files[0]), torch.as_tensor(audio_of_folders[0]))
+
+
+def test_fairseq_and_nvidia_wav2vec2_files_export(tmp_path):
+    from tests.wav2vec2.test_checkpoints import (TINY, ctc_model, fairseq_extra_state, fairseq_namespace, nvidia_args,
+                                                 nvidia_state, pretraining_model, waveform)
+
+    pretrained = pretraining_model(TINY)
+    torch.save({"args": fairseq_namespace(TINY), "model": pretrained.state_dict(), **fairseq_extra_state()},
+               tmp_path / "wav2vec_small.pt")
+    export_weights.main([str(tmp_path / "wav2vec_small.pt"), str(tmp_path / "fairseq")])
+    model, metadata = load_exported(tmp_path / "fairseq", "wav2vec2")
+    assert metadata["text"] is None and metadata["audio_params"] == {"sampling_rate": 16000}
+    with torch.no_grad():
+        assert torch.equal(model.extract_features(waveform())["x"], pretrained.extract_features(waveform())["x"])
+
+    recognizer = ctc_model(TINY, vocab_size=4 + 3)
+    torch.save({"args": nvidia_args(TINY, "finetune", w2v_path="pre.pt", final_dropout=0.0, labels="ltr"),
+                "model": nvidia_state(recognizer), "output_labels": "| 94802\nE 51860\nT 38431\n"},
+               tmp_path / "wav2vec2_best.pt")
+    export_weights.main([str(tmp_path / "wav2vec2_best.pt"), str(tmp_path / "nvidia")])
+    model, metadata = load_exported(tmp_path / "nvidia", "wav2vec2")
+    assert metadata["text"] == {"symbols": ["<s>", "<pad>", "</s>", "<unk>", "|", "E", "T"]}
+    with torch.no_grad():
+        assert torch.equal(model(waveform())["logits"], recognizer(waveform())["logits"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.errors import ArgumentParser, exit_on_user_error
+from common.errors import ArgumentParser, UserError, exit_on_user_error
 from common.exported_weights import read_checkpoint, read_exported
 from common.registry import FAMILIES, VOCODER_FAMILIES
 
@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     exported = Path(args.checkpoint).is_dir()
     metadata = read_exported(args.checkpoint)[0] if exported else read_checkpoint(args.checkpoint, args.model_name)[0]
-    Path(args.output).write_text(model_card(metadata, args.checkpoint, exported), encoding="utf-8")
+    try:
+        Path(args.output).write_text(model_card(metadata, args.checkpoint, exported), encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"-o {args.output}: cannot write the card: {error.strerror or error}") from error
     print(f"wrote {args.output}")
 
 

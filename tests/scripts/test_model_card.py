@@ -6,8 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
+from common.errors import UserError
 from scripts import export_weights, model_card
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,3 +59,8 @@ def test_a_missing_checkpoint_is_one_error_line(tmp_path):
     assert completed.returncode == 2
     assert completed.stderr.strip() == f"error: checkpoint not found: {tmp_path / 'absent.pt'}"
     assert not (tmp_path / "README.md").exists()
+
+
+def test_an_unwritable_card_is_a_user_error(tacotron2_checkpoint, tmp_path):
+    with pytest.raises(UserError, match="-o .*absent/README.md: cannot write the card"):
+        model_card.main([str(tacotron2_checkpoint), "-o", str(tmp_path / "absent" / "README.md")])

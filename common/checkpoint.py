@@ -294,7 +294,13 @@ def load_trained_model(recipe, path: str | Path, device: torch.device, published
     Our checkpoints carry their model config. NVIDIA's carry theirs under `config`, translated by the recipe; what it
     leaves out, and everything for a file with weights only, comes from `published_config` (the model flags on the
     command line, e.g. --wn-channels 256). Weights saved with weight norm folded away load too (see
-    unfold_weight_norm_where_folded). `flag` names the command-line flag that gave the path, for error messages."""
+    unfold_weight_norm_where_folded). `flag` names the command-line flag that gave the path, for error messages.
+    A folder written by scripts.export_weights (safetensors and metadata.json) loads too."""
+    from common import exported_weights  # it imports this module
+
+    if exported_weights.is_exported_folder(path):
+        model, checkpoint = exported_weights.load_exported_as_checkpoint(path, recipe.name)
+        return model.to(device).eval(), checkpoint
     source = describe_source(path, flag)
     checkpoint = load_checkpoint(path, expected_model=recipe.name, flag=flag)
     config = checkpoint.get("model_config")

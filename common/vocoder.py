@@ -162,8 +162,11 @@ def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_param
 
 def vocoder_family(path: str, flag: str | None = None) -> str:
     """The vocoder family (a VOCODERS name) whose checkpoint `path` is: the model a file of this project names, else
-    the family that recognizes the file (NVIDIA's WaveGlow, NVIDIA's or jik876's HiFi-GAN)."""
-    checkpoint = load_checkpoint(path, flag=flag)
+    the family that recognizes the file (NVIDIA's WaveGlow, NVIDIA's or jik876's HiFi-GAN). A folder written by
+    scripts.export_weights names its model in its metadata."""
+    from common.exported_weights import is_exported_folder, read_exported_metadata
+
+    checkpoint = read_exported_metadata(path) if is_exported_folder(path) else load_checkpoint(path, flag=flag)
     source = describe_source(path, flag)
     named = checkpoint.get("model_name")
     if named is not None:

@@ -1,0 +1,202 @@
+"""Trained weights as data: a folder with model.safetensors (the weights, nothing executable) and metadata.json (what
+builds the model and feeds it), written by `python -m scripts.export_weights CKPT OUT` and read by load_exported.
+
+metadata.json holds
+    format, format_version   "speech-weights", 1
+    model_name               the family (Tacotron2, WaveGlow, WaveNet, HiFiGAN, wav2vec2)
+    model_config             the constructor settings recipe.build_model takes
+    audio_params             sampling rate, STFT and mel settings (common/audio.py), or null where the file had none
+    text                     the text front-end's to_dict (TTS symbols and cleaners) or wav2vec 2.0's dictionary
+                             ({"symbols": [...]}, special symbols first), or null
+    training                 epoch (epochs completed), iteration (optimizer steps), dataset: what the file records
+    source                   the checkpoint's file name
+The folder layout is the Hugging Face one (one folder per model, a README.md model card can sit beside them).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from common.checkpoint import (describe_source, load_checkpoint, load_model_state, load_trained_model,
+                               unfold_weight_norm_where_folded)
+from common.errors import UserError, UserFileNotFoundError
+from common.registry import FAMILIES, get_recipe
+
+FORMAT = "speech-weights"
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+METADATA_FILE = "metadata.json"
+
+
+# ---- reading a training checkpoint ---------------------------------------------------------------------------------
+
+
+def _family_of(checkpoint: dict, model_name: str | None, source: str) -> str:
+    """The family the checkpoint names, else -m's, else wav2vec 2.0 for a fairseq-style file ({"model": ...})."""
+    found = checkpoint.get("model_name")
+    if found is not None and model_name is not None and found != model_name:
+        raise UserError(f"checkpoint {source} is a {found} checkpoint, not {model_name} (-m)")
+    name = found or model_name or ("wav2vec2" if "model" in checkpoint else None)
+    if name is None:
+        raise UserError(f"checkpoint {source} does not say which model it holds (no model_name); "
+                        f"give -m with one of {', '.join(FAMILIES)}")
+    if name not in FAMILIES:
+        raise UserError(f"checkpoint {source}: unknown model {name!r}; the families are {', '.join(FAMILIES)}")
+    return name
+
+
+def _recorded_dataset(args: object) -> str | None:
+    """Where the training data came from, as the checkpoint's saved command line says (for the model card)."""
+    if not isinstance(args, dict):
+        return None
+    for key in ("dataset_path", "data", "training_files"):
+        if isinstance(args.get(key), str) and args[key]:
+            return args[key]
+    return None
+
+
+def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str | None = None
+                    ) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, state dict) of a checkpoint of any family: ours, NVIDIA's (then `model_name` says the family when
+    the file does not), or for wav2vec 2.0 fairseq's. The state dict is what the family's model loads strictly."""
+    source = describe_source(path, flag)
+    try:
+        checkpoint = load_checkpoint(path, flag=flag)
+    except UserFileNotFoundError:
+        raise
+    except UserError as unreadable:
+        # fairseq's and NVIDIA's wav2vec 2.0 files hold a Namespace or a DictConfig, which weights_only refuses;
+        # wav2vec2/checkpoints.py reads them without running anything they name. Any other file: the first error.
+        if model_name not in (None, "wav2vec2"):
+            raise
+        try:
+            return _metadata(path, "wav2vec2", {}, *_wav2vec2_parts(path, flag, {}))
+        except UserError:
+            raise unreadable from None
+    name = _family_of(checkpoint, model_name, source)
+    if name == "wav2vec2":
+        return _metadata(path, name, checkpoint, *_wav2vec2_parts(path, flag, checkpoint))
+    recipe = get_recipe(name)
+    # A file without a model config (NVIDIA's bare weights) is the family's default architecture, as the Python API
+    # and torch.hub read it; the weights then load strictly or fail naming the keys that do not fit.
+    model, _ = load_trained_model(recipe, path, torch.device("cpu"), published_config={}, flag=flag)
+    config = checkpoint.get("model_config")
+    if config is None:  # NVIDIA's file: its config translated as load_trained_model did, else the defaults
+        has_reference = isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None
+        config = recipe.config_from_reference(checkpoint["config"]) if has_reference else {}
+    return _metadata(path, name, checkpoint, config, model.state_dict(), checkpoint.get("text"),
+                     checkpoint.get("audio_params"))
+
+
+def _wav2vec2_parts(path: str | Path, flag: str | None, checkpoint: dict) -> tuple:
+    """(model config, state dict, dictionary, audio parameters) of a wav2vec 2.0 file: ours, NVIDIA's or fairseq's."""
+    from wav2vec2.checkpoints import read_any_checkpoint  # imported only for this family, as the registry does
+
+    found = read_any_checkpoint(path, flag)
+    text = {"symbols": found["symbols"]} if found["symbols"] is not None else None
+    return (found["model_config"], found["state_dict"], text,
+            checkpoint.get("audio_params") or {"sampling_rate": 16000})
+
+
+def _metadata(path: str | Path, name: str, checkpoint: dict, config: dict, state_dict: dict, text: dict | None,
+              audio: dict | None) -> tuple[dict, dict[str, torch.Tensor]]:
+    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_name": name, "model_config": config,
+                "audio_params": audio, "text": text,
+                "training": {"epoch": checkpoint.get("epoch"), "iteration": checkpoint.get("iteration"),
+                             "dataset": _recorded_dataset(checkpoint.get("args"))},
+                "source": Path(path).name}
+    return metadata, state_dict
+
+
+# ---- writing and reading the exported folder -----------------------------------------------------------------------
+
+
+def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: str | None = None) -> Path:
+    """Write OUTPUT/model.safetensors and OUTPUT/metadata.json from a checkpoint; returns the folder."""
+    from safetensors.torch import save_file
+
+    metadata, state_dict = read_checkpoint(checkpoint_path, model_name)
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise UserError(f"{output} is a file; give a folder to write {WEIGHTS_FILE} and {METADATA_FILE} in")
+    output.mkdir(parents=True, exist_ok=True)
+    # safetensors stores each tensor on its own: tied or viewed weights are written as separate contiguous copies.
+    tensors = {key: value.detach().clone().contiguous() for key, value in state_dict.items()}
+    save_file(tensors, str(output / WEIGHTS_FILE), metadata={"format": FORMAT, "model_name": metadata["model_name"]})
+    (output / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    return output
+
+
+def _exported_files(path: str | Path) -> tuple[Path, Path]:
+    """(model.safetensors, metadata.json) of an exported folder (or of its model.safetensors), both checked to exist."""
+    path = Path(path)
+    folder = path.parent if path.name == WEIGHTS_FILE else path
+    weights, metadata_file = folder / WEIGHTS_FILE, folder / METADATA_FILE
+    for needed in (weights, metadata_file):
+        if not needed.is_file():
+            raise UserFileNotFoundError(f"exported weights not found: {needed} (scripts.export_weights writes "
+                                        f"{WEIGHTS_FILE} and {METADATA_FILE} together)")
+    return weights, metadata_file
+
+
+def read_exported_metadata(path: str | Path) -> dict:
+    """metadata.json of an exported folder (or of its model.safetensors)."""
+    _, metadata_file = _exported_files(path)
+    try:
+        metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"cannot read {metadata_file}: not valid JSON ({error})") from error
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise UserError(f"{metadata_file} is not the metadata of exported weights (no \"format\": \"{FORMAT}\")")
+    return metadata
+
+
+def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, state dict) of an exported folder (or its model.safetensors)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    metadata = read_exported_metadata(path)
+    weights, _ = _exported_files(path)
+    try:
+        state_dict = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise UserError(f"cannot read {weights}: the file is damaged or not safetensors ({error}); "
+                        "export it again") from error
+    return metadata, state_dict
+
+
+def load_exported(path: str | Path, expected_model: str | None = None) -> tuple[torch.nn.Module, dict]:
+    """The model of an exported folder, built from its metadata with its weights, in eval mode on the CPU, and the
+    metadata. `expected_model`: the family the caller needs; another family's weights are a UserError."""
+    metadata, state_dict = read_exported(path)
+    found = metadata.get("model_name")
+    if expected_model is not None and found != expected_model:
+        raise UserError(f"{path} holds {found} weights, expected {expected_model}; give exported {expected_model} "
+                        "weights there")
+    if found not in FAMILIES:
+        raise UserError(f"{path}: unknown model {found!r} in its {METADATA_FILE}")
+    recipe = get_recipe(found)
+    try:
+        model = recipe.build_model(metadata["model_config"])
+    except (TypeError, ValueError, KeyError) as error:
+        raise UserError(f"{path}: its model config does not build a {found}: {error}") from error
+    unfold_weight_norm_where_folded(model, state_dict)  # weights exported from a file saved with weight norm folded
+    load_model_state(model, state_dict, str(path))
+    return model.eval(), metadata
+
+
+def is_exported_folder(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / METADATA_FILE).is_file()
+
+
+def load_exported_as_checkpoint(path: str | Path, expected_model: str) -> tuple[torch.nn.Module, dict]:
+    """load_exported, with the metadata as the checkpoint dict that load_trained_model's callers read (model_config,
+    audio_params, text, epoch, iteration, state_dict): inference and the Python API take an exported folder."""
+    model, metadata = load_exported(path, expected_model)
+    checkpoint = {key: metadata[key] for key in ("model_name", "model_config", "audio_params", "text")}
+    checkpoint.update(epoch=metadata["training"]["epoch"], iteration=metadata["training"]["iteration"],
+                      state_dict=model.state_dict())
+    return model, checkpoint

@@ -38,7 +38,7 @@ def last_checkpoint_pointer(output_dir: str | Path, model_name: str) -> Path:
 
 
 @contextmanager
-def _replaced_whole(path: Path):
+def replaced_whole(path: Path):
     """Yields a temporary path beside `path`; what the block writes there then replaces `path` in one rename, so a
     crash never leaves half a file. A write the system refuses (a full disk, a folder without write permission) is a
     UserError naming `path`; the temporary is removed either way."""
@@ -57,7 +57,7 @@ def _replaced_whole(path: Path):
 
 def save_checkpoint(checkpoint: dict, path: str | Path) -> None:
     """Write `checkpoint` to `path` whole or not at all (flushed to disk before it takes the name)."""
-    with _replaced_whole(Path(path)) as temporary, open(temporary, "wb") as handle:
+    with replaced_whole(Path(path)) as temporary, open(temporary, "wb") as handle:
         torch.save(checkpoint, handle)
         handle.flush()
         os.fsync(handle.fileno())
@@ -65,7 +65,7 @@ def save_checkpoint(checkpoint: dict, path: str | Path) -> None:
 
 def point_last_checkpoint_to(output_dir: str | Path, model_name: str, target: Path) -> None:
     """Repoint checkpoint_<model>_last.pt (a relative symlink) at target, atomically."""
-    with _replaced_whole(last_checkpoint_pointer(output_dir, model_name)) as temporary:
+    with replaced_whole(last_checkpoint_pointer(output_dir, model_name)) as temporary:
         os.symlink(target.name, temporary)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from common.checkpoint import (describe_source, load_checkpoint, load_model_state, load_trained_model,
+from common.checkpoint import (describe_source, load_checkpoint, load_model_state, load_trained_model, replaced_whole,
                                unfold_weight_norm_where_folded)
 from common.errors import UserError, UserFileNotFoundError
 from common.registry import FAMILIES, get_recipe
@@ -115,7 +115,7 @@ def _metadata(path: str | Path, name: str, checkpoint: dict, config: dict, state
 
 def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: str | None = None) -> Path:
     """Write OUTPUT/model.safetensors and OUTPUT/metadata.json from a checkpoint; returns the folder."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     metadata, state_dict = read_checkpoint(checkpoint_path, model_name)
     output = Path(output)
@@ -124,8 +124,12 @@ def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: 
     output.mkdir(parents=True, exist_ok=True)
     # safetensors stores each tensor on its own: tied or viewed weights are written as separate contiguous copies.
     tensors = {key: value.detach().clone().contiguous() for key, value in state_dict.items()}
-    save_file(tensors, str(output / WEIGHTS_FILE), metadata={"format": FORMAT, "model_name": metadata["model_name"]})
-    (output / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    # Each file replaces its old version whole (a crash leaves no half file), with the usual permissions (safetensors'
+    # own save_file makes files only their owner can read).
+    with replaced_whole(output / WEIGHTS_FILE) as temporary:
+        temporary.write_bytes(save(tensors, metadata={"format": FORMAT, "model_name": metadata["model_name"]}))
+    with replaced_whole(output / METADATA_FILE) as temporary:
+        temporary.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return output
 
 

@@ -3,6 +3,8 @@ JSON metadata loads back into the same weights and the same outputs; mistakes ar
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +77,17 @@ def test_a_mismatched_family_is_one_user_error(synthetic_corpus, tmp_path):
     message = str(raised.value)
     assert "HiFiGAN" in message and "WaveGlow" in message and str(tmp_path / "exported") in message
     assert "\n" not in message
+
+
+def test_a_second_export_replaces_the_files_whole_with_the_usual_permissions(synthetic_corpus, tmp_path):
+    checkpoint = untrained_checkpoint(run_args("WaveGlow", synthetic_corpus, tmp_path), tmp_path / "waveglow.pt")
+    for _ in range(2):  # the second one replaces the first's files
+        export_weights.main([str(checkpoint), str(tmp_path / "exported")])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert sorted(path.name for path in (tmp_path / "exported").iterdir()) == ["metadata.json", "model.safetensors"]
+    for name in ("metadata.json", "model.safetensors"):
+        assert stat.S_IMODE((tmp_path / "exported" / name).stat().st_mode) == 0o666 & ~umask, name
 
 
 def test_nvidias_waveglow_checkpoint_exports_with_its_config(nvidia_checkpoint, tmp_path):

@@ -189,3 +189,10 @@ def test_decoder_flag_mistakes_are_one_error_line(synthetic_asr_corpus, tmp_path
 def test_a_beam_size_below_one_is_refused():
     with pytest.raises(UserError, match="--beam-size must be at least 1, got 0"):
         BeamSearchDecoder(LETTERS, beam_size=0)
+
+
+def test_a_file_that_is_not_an_arpa_model_is_refused_naming_it(tmp_path):
+    pytest.importorskip("kenlm")
+    (tmp_path / "notes.arpa").write_text("hello\n")
+    with pytest.raises(UserError, match=r"--lm .*notes.arpa: cannot read it as an ARPA language model: .*\\data\\"):
+        BeamSearchDecoder(LETTERS, beam_size=4, lm_path=tmp_path / "notes.arpa")

@@ -7,7 +7,8 @@
 The checkpoint is one of ours, NVIDIA's or fairseq's fine-tuned files (read without unpickling code,
 wav2vec2/checkpoints.py), a Hugging Face Wav2Vec2ForCTC folder (wav2vec2/convert.py), or the URL of a file, checked
 against the sha256 prefix in its name (common/api.py). Audio of any rate is resampled to the model's 16 kHz.
-Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding, or a beam search (transcribe(decoder=...)).
+Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding,
+or a beam search (transcribe(decoder=...)).
 `inference.py -m wav2vec2` (wav2vec2/inference.py) is the command line over this.
 """
 from __future__ import annotations

@@ -11,9 +11,10 @@ rate of every published wav2vec 2.0). Utterances are batched by
 length (less padding) and the model is padding-aware, so a batch gives each utterance what it gets alone; results
 come back in input order. Greedy CTC decoding by default; `--decoder beam` is a CTC beam search (pyctcdecode), with a
 word n-gram language model in ARPA format if --lm is given (kenlm reads it; scripts/wav2vec2/build_lm.py builds one
-from transcripts), weighted by --lm-weight, with --word-score added per word. With references beside the manifest (<stem>.wrd, else <stem>.ltr),
-WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
-predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x labels).
+from transcripts), weighted by --lm-weight, with --word-score added per word. With references beside the manifest
+(<stem>.wrd, else <stem>.ltr), WER and CER are logged per utterance and for the corpus (DLLogger --log-file).
+--save-predictions writes predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x
+labels).
 --benchmark-repeats N times N passes over the first batch after warm-up: latency percentiles and real-time factor.
 The model, its loading and its batches are wav2vec2/api.py's Recognizer (the Python API); this is its command line.
 

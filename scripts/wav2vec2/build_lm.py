@@ -17,7 +17,6 @@ the first word, `</s>` after the last.
 """
 from __future__ import annotations
 
-import argparse
 import math
 from collections import Counter, defaultdict
 from pathlib import Path

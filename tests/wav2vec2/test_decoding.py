@@ -12,7 +12,6 @@ import torch
 import inference
 from common.errors import UserError
 from common.logger import read_dllogger_file
-from scripts.wav2vec2.build_lm import WittenBellModel
 from scripts.wav2vec2.build_lm import main as build_lm
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary

@@ -7,7 +7,8 @@
 The checkpoint is one of ours, NVIDIA's or fairseq's fine-tuned files (read without unpickling code,
 wav2vec2/checkpoints.py), a Hugging Face Wav2Vec2ForCTC folder (wav2vec2/convert.py), or the URL of a file, checked
 against the sha256 prefix in its name (common/api.py). Audio of any rate is resampled to the model's 16 kHz.
-Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding.
+Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding,
+or a beam search (transcribe(decoder=...)).
 `inference.py -m wav2vec2` (wav2vec2/inference.py) is the command line over this.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import autocast
 from wav2vec2 import checkpoints
-from wav2vec2.decoding import transcripts
+from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary
 from wav2vec2.recipe import RECIPE
 
@@ -176,18 +177,20 @@ class Recognizer:
         """One batch's logits (B, frames, labels) and the frames' padding mask (None: no padding)."""
         return recognise(self.model, batch, self.device, self.dtype)
 
-    def transcribe(self, audio, sampling_rate: int | None = None, return_log_probs: bool = False):
+    def transcribe(self, audio, sampling_rate: int | None = None, return_log_probs: bool = False,
+                   decoder: BeamSearchDecoder | None = None):
         """audio: paths of sound files (at any rate, channels mixed; sampling_rate is for arrays) or 1-D arrays at
         sampling_rate (default 16 kHz), one or a list (a 2-D array: one per row). Returns the texts in input order;
         with return_log_probs, (texts, log-probabilities): per utterance a float32 array (frames, len(labels)), the
-        CTC's log-softmax over self.labels per frame."""
+        CTC's log-softmax over self.labels per frame. decoder: None for greedy decoding, or a beam search,
+        `BeamSearchDecoder(recognizer.dictionary, beam_size, lm_path, lm_weight, word_score)` (wav2vec2/decoding.py)."""
         utterances = self.utterances(audio, sampling_rate)
         texts: dict[int, str] = {}
         log_probs: dict[int, np.ndarray] = {}
         for batch in batches_by_length(utterances, self.batch_size):
             logits, frame_padding_mask = self.logits(batch)
             for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask,
-                                                                            self.dictionary))):
+                                                                            self.dictionary, decoder))):
                 texts[utterance.number] = text
                 if return_log_probs:
                     frames = valid_frames(logits, frame_padding_mask, row)

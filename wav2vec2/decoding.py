@@ -1,10 +1,22 @@
-"""From CTC logits to words, and word and character error counts (jiwer computes the edit distances)."""
+"""From CTC logits to words, and word and character error counts (jiwer computes the edit distances).
+
+Two decoders: greedy (the best label per frame, the default) and a CTC beam search (pyctcdecode), optionally with a
+word n-gram language model in ARPA format (kenlm reads it; scripts/wav2vec2/build_lm.py writes one) scored by
+shallow fusion: log P(CTC) + lm_weight * ln P(LM) + word_score per word.
+"""
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 import jiwer
 import torch
 
-from wav2vec2.dictionary import Dictionary
+from common.errors import UserError, UserFileNotFoundError
+from wav2vec2.dictionary import Dictionary, SPECIAL_SYMBOLS, WORD_BOUNDARY
+
+DEFAULT_LM_WEIGHT = 0.5  # pyctcdecode's defaults (its alpha and beta)
+DEFAULT_WORD_SCORE = 1.5
 
 
 def greedy_ctc_decode(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None) -> list[list[int]]:
@@ -47,5 +59,58 @@ def error_rates(sums: dict[str, float]) -> dict[str, float]:
             "cer": 100.0 * sums["char_errors"] / max(sums["chars"], 1.0)}
 
 
-def transcripts(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, dictionary: Dictionary) -> list[str]:
-    return [dictionary.decode(ids) for ids in greedy_ctc_decode(logits, frame_padding_mask)]
+class BeamSearchDecoder:
+    """CTC beam search over the dictionary's letters (pyctcdecode), with a word n-gram language model if given an
+    ARPA file. Without a model and with beam_size 1 it keeps the best label per frame, as greedy decoding does."""
+
+    def __init__(self, dictionary: Dictionary, beam_size: int, lm_path: str | Path | None = None,
+                 lm_weight: float = DEFAULT_LM_WEIGHT, word_score: float = DEFAULT_WORD_SCORE):
+        if beam_size < 1:
+            raise UserError(f"--beam-size must be at least 1, got {beam_size}")
+        if lm_path is not None and not Path(lm_path).is_file():
+            raise UserFileNotFoundError(f"--lm: language model not found: {lm_path}")
+        # pyctcdecode warns at import when kenlm is missing, and logs its alphabet choices: not for our users.
+        logging.getLogger("pyctcdecode").setLevel(logging.ERROR)
+        try:
+            from pyctcdecode import build_ctcdecoder
+        except ImportError as error:
+            raise UserError("--decoder beam needs pyctcdecode: pip install --no-deps pyctcdecode pygtrie (its "
+                            "metadata pins numpy<2, which it runs without)") from error
+        if lm_path is not None:
+            try:
+                import kenlm  # noqa: F401  (pyctcdecode reads the ARPA file with it)
+            except ImportError as error:
+                raise UserError("--lm needs kenlm's Python module: pip install kenlm") from error
+        self.beam_size = beam_size
+        if lm_path is None:
+            self.decoder = build_ctcdecoder(self.labels(dictionary))
+            return
+        try:
+            self.decoder = build_ctcdecoder(self.labels(dictionary), str(lm_path), alpha=lm_weight, beta=word_score)
+        except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:  # kenlm: OSError on a bad file
+            raise UserError(f"--lm {lm_path}: cannot read it as an ARPA language model: {error}") from error
+
+    @staticmethod
+    def labels(dictionary: Dictionary) -> list[str]:
+        """pyctcdecode's alphabet: "" for the blank, " " for the word boundary, then the letters (the other special
+        symbols are folded into the blank's column, see __call__)."""
+        return [""] + [" " if symbol == WORD_BOUNDARY else symbol for symbol in dictionary.symbols]
+
+    def __call__(self, log_probs: torch.Tensor) -> str:
+        """One utterance's log-probabilities (frames, labels) to its words. The blank's column becomes the best of
+        the four special symbols' (greedy decoding drops each of them and each separates repeats, as the blank
+        does), so a frame's best label is the same here as greedy's."""
+        specials = len(SPECIAL_SYMBOLS)
+        columns = torch.cat([log_probs[:, :specials].max(-1, keepdim=True).values, log_probs[:, specials:]], -1)
+        return " ".join(self.decoder.decode(columns.numpy(), beam_width=self.beam_size).split())
+
+
+def transcripts(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, dictionary: Dictionary,
+                decoder: BeamSearchDecoder | None = None) -> list[str]:
+    """Each utterance's words: greedy decoding, or `decoder`'s beam search over the valid frames."""
+    if decoder is None:
+        return [dictionary.decode(ids) for ids in greedy_ctc_decode(logits, frame_padding_mask)]
+    lengths = ([logits.shape[1]] * logits.shape[0] if frame_padding_mask is None
+               else (~frame_padding_mask).sum(-1).tolist())
+    log_probs = logits.float().log_softmax(-1).cpu()
+    return [decoder(rows[:length]) for rows, length in zip(log_probs, lengths)]

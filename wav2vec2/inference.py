@@ -2,15 +2,19 @@
 
     python inference.py -m wav2vec2 --checkpoint CKPT -i data/asr/test.tsv -o out/ [-bs 8] [--save-predictions]
         [--save-logits] [--cpu] [--bf16|--amp] [--benchmark-repeats 20]
+        [--decoder beam [--beam-size 100] [--lm LM.arpa [--lm-weight 0.5] [--word-score 1.5]]]
     python inference.py -m wav2vec2 --checkpoint CKPT -i a.wav b.flac -o out/
 
 --checkpoint takes a fine-tuned checkpoint of ours, NVIDIA's or fairseq's (read without unpickling code,
 wav2vec2/checkpoints.py). -i takes one fairseq manifest (.tsv) or audio files of any rate (resampled to 16 kHz, the
 rate of every published wav2vec 2.0). Utterances are batched by
 length (less padding) and the model is padding-aware, so a batch gives each utterance what it gets alone; results
-come back in input order. Greedy CTC decoding. With references beside the manifest (<stem>.wrd, else <stem>.ltr),
-WER and CER are logged per utterance and for the corpus (DLLogger --log-file). --save-predictions writes
-predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x labels).
+come back in input order. Greedy CTC decoding by default; `--decoder beam` is a CTC beam search (pyctcdecode), with a
+word n-gram language model in ARPA format if --lm is given (kenlm reads it; scripts/wav2vec2/build_lm.py builds one
+from transcripts), weighted by --lm-weight, with --word-score added per word. With references beside the manifest
+(<stem>.wrd, else <stem>.ltr), WER and CER are logged per utterance and for the corpus (DLLogger --log-file).
+--save-predictions writes predictions.txt (one line per input), --save-logits logits/<n>.pt per utterance (frames x
+labels).
 --benchmark-repeats N times N passes over the first batch after warm-up: latency percentiles and real-time factor.
 The model, its loading and its batches are wav2vec2/api.py's Recognizer (the Python API); this is its command line.
 
@@ -24,6 +28,7 @@ here, after the full pass that gives the WER), `--log_file` a path from the curr
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import torch
@@ -31,15 +36,18 @@ import torch
 from common.arguments import (add_compatibility_flags, add_reference_names, path_from_current_folder,
                               read_reference_spellings)
 from common.audio import load_wav
-from common.errors import UserError
+from common.errors import UserError, UserFileNotFoundError
 from common.inference_args import (RefusedFlag, Stopwatch, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
-from wav2vec2.decoding import error_counts, error_rates, transcripts
+from wav2vec2.decoding import (DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder, error_counts, error_rates,
+                               transcripts)
 from wav2vec2.recipe import RECIPE
+
+DEFAULT_BEAM_SIZE = 100  # pyctcdecode's
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +60,41 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")
     group.add_argument("--save-logits", action="store_true", help="write logits/<n>.pt per utterance")
+    group.add_argument("--decoder", choices=("greedy", "beam"), default="greedy",
+                       help="greedy: the best letter per frame (default); beam: CTC beam search (pyctcdecode)")
+    group.add_argument("--beam-size", type=int, default=None,
+                       help=f"--decoder beam: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
+    group.add_argument("--lm", default=None, metavar="ARPA",
+                       help="--decoder beam: a word n-gram language model (ARPA; scripts/wav2vec2/build_lm.py)")
+    group.add_argument("--lm-weight", type=float, default=None,
+                       help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
+    group.add_argument("--word-score", type=float, default=None,
+                       help=f"--lm: a score added per word, against deletions (default {DEFAULT_WORD_SCORE})")
     add_reference_args(parser)
+
+
+def check_decoder_args(args: argparse.Namespace) -> None:
+    """The beam search's flags need --decoder beam, and the language model's need --lm: one given without the
+    other would silently do nothing."""
+    if args.decoder != "beam":
+        for flag in ("--beam-size", "--lm", "--lm-weight", "--word-score"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise UserError(f"{flag} is for the beam search decoder: add --decoder beam")
+    elif args.lm is None:
+        for flag in ("--lm-weight", "--word-score"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise UserError(f"{flag} weighs the language model's scores: give the model with --lm ARPA")
+    if args.lm is not None and not Path(args.lm).is_file():
+        raise UserFileNotFoundError(f"--lm: language model not found: {args.lm}")
+
+
+def decoder_from_args(args: argparse.Namespace, recognizer: Recognizer) -> BeamSearchDecoder | None:
+    """None for greedy decoding (transcripts' default)."""
+    if args.decoder == "greedy":
+        return None
+    return BeamSearchDecoder(recognizer.dictionary, DEFAULT_BEAM_SIZE if args.beam_size is None else args.beam_size,
+                             args.lm, DEFAULT_LM_WEIGHT if args.lm_weight is None else args.lm_weight,
+                             DEFAULT_WORD_SCORE if args.word_score is None else args.word_score)
 
 
 # NVIDIA's inference.py names for this part's flags (each also read in its dashed spelling); --data and
@@ -172,27 +214,33 @@ def run(args: argparse.Namespace) -> None:
     check_inference_args(args)
     if args.batch_size < 1:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
+    check_decoder_args(args)
     device, dtype = inference_device(args), inference_dtype(args)
     torch.manual_seed(args.seed)
     recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
                                             flag="--checkpoint")
+    decoder = decoder_from_args(args, recognizer)
     sampling_rate = SAMPLING_RATE
     utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"])
     logger = open_run_logger(args)
     output = Path(args.output)
     logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
                        "device": str(device), "precision": str(dtype).replace("torch.", ""),
-                       "utterances": len(utterances)})
+                       "utterances": len(utterances), "decoder": args.decoder,
+                       **({} if decoder is None else {"beam_size": decoder.beam_size}),
+                       **({} if args.lm is None else {"lm": args.lm})})
 
     predictions: dict[int, str] = {}
-    audio_seconds = compute_seconds = 0.0
+    audio_seconds = compute_seconds = decode_seconds = 0.0
     for batch in batches_by_length(utterances, args.batch_size):
         with Stopwatch(device) as stopwatch:
             logits, frame_padding_mask = recognizer.logits(batch)
         compute_seconds += stopwatch.seconds
         audio_seconds += sum(utterance.audio.numel() for utterance in batch) / sampling_rate
-        for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask,
-                                                                        recognizer.dictionary))):
+        decode_start = time.perf_counter()
+        texts = transcripts(logits, frame_padding_mask, recognizer.dictionary, decoder)
+        decode_seconds += time.perf_counter() - decode_start
+        for row, (utterance, text) in enumerate(zip(batch, texts)):
             predictions[utterance.number] = text
             if args.save_logits:
                 frames = valid_frames(logits, frame_padding_mask, row)
@@ -215,7 +263,8 @@ def run(args: argparse.Namespace) -> None:
             "".join(predictions[utterance.number] + "\n" for utterance in utterances), encoding="utf-8")
 
     summary = {"utterances": len(utterances), "audio_seconds": audio_seconds, "compute_seconds": compute_seconds,
-               "rtf": compute_seconds / max(audio_seconds, 1e-9)}
+               "rtf": compute_seconds / max(audio_seconds, 1e-9),
+               "decode_seconds": decode_seconds}
     if corpus_sums is not None:
         summary.update(error_rates(corpus_sums))
         print(f"WER {summary['wer']:.2f} %, CER {summary['cer']:.2f} % over {len(utterances)} utterances")

@@ -1,0 +1,197 @@
+"""CTC decoding with a beam search and a word n-gram language model (wav2vec2/decoding.py, `inference.py -m wav2vec2
+--decoder beam --lm`), and the ARPA model that scripts/wav2vec2/build_lm.py writes."""
+import math
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import torch
+
+import inference
+from common.errors import UserError
+from common.logger import read_dllogger_file
+from scripts.wav2vec2.build_lm import main as build_lm
+from wav2vec2.decoding import BeamSearchDecoder, transcripts
+from wav2vec2.dictionary import Dictionary
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LETTERS = Dictionary(list("|ABC"))  # 0-3 the special symbols, 4 the word boundary, 5 A, 6 B, 7 C
+
+
+def test_a_beam_of_one_without_a_language_model_is_greedy_decoding():
+    torch.manual_seed(0)
+    decoder = BeamSearchDecoder(LETTERS, beam_size=1)
+    for _ in range(20):
+        logits = torch.randn(3, 40, len(LETTERS)) * 3
+        logits[0, ::7, 1:4] += 6  # frames where <pad>, </s> or <unk> wins: dropped by both, separating repeats
+        frame_padding_mask = torch.zeros(3, 40, dtype=torch.bool)
+        frame_padding_mask[1, 25:] = True
+        greedy = transcripts(logits, frame_padding_mask, LETTERS)
+        assert transcripts(logits, frame_padding_mask, LETTERS, decoder) == greedy
+    assert any(" " in text for text in greedy)
+
+
+def frames(*spelled: dict) -> torch.Tensor:
+    """Log-probabilities, one frame per {symbol: probability} (the rest spread over the other labels)."""
+    rows = []
+    for probabilities in spelled:
+        rest = (1 - sum(probabilities.values())) / (len(LETTERS) - len(probabilities))
+        row = [probabilities.get(symbol, rest) for symbol in LETTERS.symbols_with_specials]
+        rows.append([math.log(p) for p in row])
+    return torch.tensor([rows])
+
+
+def test_a_language_model_that_favours_a_word_changes_a_close_decision(tmp_path):
+    pytest.importorskip("kenlm")
+    corpus = tmp_path / "text.wrd"
+    corpus.write_text("BA AB\n" * 5 + "AC\n")
+    build_lm([str(corpus), str(tmp_path / "lm.arpa"), "--order", "2"])
+    # "BA A" then a last letter that sounds a little more like C than B.
+    log_probs = frames({"B": 0.9}, {"A": 0.9}, {"|": 0.9}, {"A": 0.9}, {"C": 0.5, "B": 0.4})
+    assert transcripts(log_probs, None, LETTERS) == ["BA AC"]
+    assert transcripts(log_probs, None, LETTERS, BeamSearchDecoder(LETTERS, beam_size=8)) == ["BA AC"]
+    with_lm = BeamSearchDecoder(LETTERS, beam_size=8, lm_path=tmp_path / "lm.arpa")
+    assert transcripts(log_probs, None, LETTERS, with_lm) == ["BA AB"]
+    weightless = BeamSearchDecoder(LETTERS, beam_size=8, lm_path=tmp_path / "lm.arpa", lm_weight=0.0, word_score=0.0)
+    assert transcripts(log_probs, None, LETTERS, weightless) == ["BA AC"]
+
+
+def read_arpa(path: Path) -> tuple[dict, dict, list[int]]:
+    """An ARPA file's log10 probabilities and backoff weights by n-gram, and its header's counts, checked as read."""
+    probabilities, backoffs, declared, order = {}, {}, [], 0
+    for line in path.read_text().splitlines():
+        if line.startswith("ngram "):
+            declared.append(int(line.split("=")[1]))
+        elif line.endswith("-grams:"):
+            order = int(line[1:].split("-")[0])
+        elif line and order and not line.startswith("\\"):
+            fields = line.split("\t")
+            ngram = tuple(fields[1].split())
+            assert len(ngram) == order
+            probabilities[ngram] = float(fields[0])
+            if len(fields) == 3:
+                backoffs[ngram] = float(fields[2])
+    return probabilities, backoffs, declared
+
+
+def arpa_log10_prob(probabilities: dict, backoffs: dict, context: tuple, word: str) -> float:
+    """The ARPA backoff rule: the longest n-gram seen, plus the backoff weights of the longer contexts."""
+    if context + (word,) in probabilities:
+        return probabilities[context + (word,)]
+    if not context:
+        return probabilities[("<unk>",)]
+    return backoffs.get(context, 0.0) + arpa_log10_prob(probabilities, backoffs, context[1:], word)
+
+
+def test_the_arpa_model_parses_and_its_probabilities_sum_to_one_after_every_context(tmp_path):
+    corpus = tmp_path / "train.wrd"
+    corpus.write_text("THE CAT SAT\nTHE CAT RAN\nA DOG SAT ON THE MAT\n\nTHE DOG\n")
+    model = build_lm([str(corpus), str(tmp_path / "lm.arpa"), "--order", "3"])
+    probabilities, backoffs, declared = read_arpa(tmp_path / "lm.arpa")
+    counts = defaultdict(int)
+    for ngram in probabilities:
+        counts[len(ngram)] += 1
+    assert declared == [counts[1], counts[2], counts[3]] == [len(level) for level in model.log10_probs]
+    assert {("<s>",), ("</s>",), ("<unk>",), ("MAT",)} <= set(probabilities)
+    for ngram in probabilities:  # every n-gram's context and its lower order are there to back off to
+        assert len(ngram) == 1 or (ngram[:-1] in probabilities and ngram[1:] in probabilities)
+    predicted = [ngram[0] for ngram in probabilities if len(ngram) == 1 and ngram != ("<s>",)]
+    contexts = [(), ("<s>",), ("<s>", "THE"), ("THE", "CAT"), ("CAT",), ("ON", "THE"), ("MAT", "SAT"), ("ZEBRA",)]
+    for context in contexts:
+        total = sum(10 ** arpa_log10_prob(probabilities, backoffs, context, word) for word in predicted)
+        assert total == pytest.approx(1.0, abs=1e-5), context
+        for word in ("CAT", "SAT", "</s>", "ZEBRA"):
+            assert arpa_log10_prob(probabilities, backoffs, context, word) == pytest.approx(
+                model.log10_prob(context, word), abs=1e-5)
+    # Witten-Bell by hand: "THE" is followed by CAT twice, DOG once and MAT once (3 kinds in 4).
+    unigram_cat = 10 ** probabilities[("CAT",)]
+    assert 10 ** model.log10_prob(("THE",), "CAT") == pytest.approx(4 / 7 * 2 / 4 + 3 / 7 * unigram_cat, rel=1e-5)
+
+
+def test_kenlm_reads_the_arpa_model_with_the_same_probabilities(tmp_path):
+    kenlm = pytest.importorskip("kenlm")
+    corpus = tmp_path / "train.wrd"
+    corpus.write_text("THE CAT SAT\nTHE CAT RAN\nA DOG SAT ON THE MAT\n")
+    model = build_lm([str(corpus), str(tmp_path / "lm.arpa")])
+    reader = kenlm.Model(str(tmp_path / "lm.arpa"))
+    assert reader.order == 3
+    sentence = "THE DOG SAT ON A CAT"
+    ours, context = 0.0, ("<s>",)
+    for word in sentence.split() + ["</s>"]:
+        ours += model.log10_prob(context, word)
+        context = (context + (word,))[-2:]
+    assert reader.score(sentence, bos=True, eos=True) == pytest.approx(ours, abs=1e-4)
+
+
+def test_build_lm_mistakes_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="TEXT not found: .*missing.wrd"):
+        build_lm([str(tmp_path / "missing.wrd"), str(tmp_path / "lm.arpa")])
+    (tmp_path / "blank.wrd").write_text("\n \n")
+    with pytest.raises(UserError, match="blank.wrd holds no words"):
+        build_lm([str(tmp_path / "blank.wrd"), str(tmp_path / "lm.arpa")])
+
+
+def run_inference(checkpoint, manifest, output, *extra) -> list[str]:
+    inference.main(["-m", "wav2vec2", "--checkpoint", str(checkpoint), "-i", str(manifest), "-o", str(output),
+                    "--cpu", "--quiet", "--save-predictions", *extra])
+    return (Path(output) / "predictions.txt").read_text().splitlines()
+
+
+def test_a_beam_of_one_end_to_end_gives_the_greedy_transcripts(recognizer_checkpoint, synthetic_asr_corpus,
+                                                                tmp_path):
+    manifest = synthetic_asr_corpus.test_sentences
+    greedy = run_inference(recognizer_checkpoint, manifest, tmp_path / "greedy")
+    assert run_inference(recognizer_checkpoint, manifest, tmp_path / "beam1", "--decoder", "beam",
+                         "--beam-size", "1") == greedy
+
+
+def test_a_beam_search_with_a_language_model_end_to_end(recognizer_checkpoint, synthetic_asr_corpus, tmp_path):
+    pytest.importorskip("kenlm")
+    build_lm([str(synthetic_asr_corpus.directory / "train.wrd"), str(tmp_path / "lm.arpa")])
+    with_lm = run_inference(recognizer_checkpoint, synthetic_asr_corpus.test_sentences, tmp_path / "lm", "--decoder",
+                            "beam", "--beam-size", "4", "--lm", str(tmp_path / "lm.arpa"), "--lm-weight", "1",
+                            "--word-score", "0")
+    references = synthetic_asr_corpus.test_sentences.with_suffix(".wrd").read_text().splitlines()
+    assert len(with_lm) == len(references)
+    # The barely trained model's letters are noise; the language model turns them into words it knows.
+    vocabulary = set((synthetic_asr_corpus.directory / "train.wrd").read_text().split())
+    assert any(with_lm) and set(" ".join(with_lm).split()) <= vocabulary
+    records = read_dllogger_file(tmp_path / "lm" / "nvlog.json")
+    parameters = [r["data"] for r in records if r["step"] == "PARAMETER"][0]
+    assert parameters["decoder"] == "beam" and parameters["beam_size"] == 4
+    assert parameters["lm"] == str(tmp_path / "lm.arpa")
+    summary = [r["data"] for r in records if r["step"] == [] and "wer" in r["data"]][0]
+    assert summary["decode_seconds"] > 0
+
+
+def test_decoder_flag_mistakes_are_one_error_line(synthetic_asr_corpus, tmp_path):
+    def refused(*extra):
+        with pytest.raises(UserError) as raised:
+            run_inference(tmp_path / "unread.pt", synthetic_asr_corpus.test_voice, tmp_path / "out", *extra)
+        return str(raised.value)
+
+    assert refused("--lm", "lm.arpa") == "--lm is for the beam search decoder: add --decoder beam"
+    assert refused("--beam-size", "4") == "--beam-size is for the beam search decoder: add --decoder beam"
+    assert refused("--decoder", "beam", "--lm-weight", "2").startswith("--lm-weight weighs the language model's")
+    assert refused("--decoder", "beam", "--lm", str(tmp_path / "missing.arpa")) == (
+        f"--lm: language model not found: {tmp_path / 'missing.arpa'}")
+    completed = subprocess.run([sys.executable, str(REPO_ROOT / "inference.py"), "-m", "wav2vec2", "--checkpoint",
+                                "unread.pt", "-i", str(synthetic_asr_corpus.test_voice), "-o", str(tmp_path / "out"),
+                                "--cpu", "--lm", "lm.arpa"], cwd=REPO_ROOT, capture_output=True, text=True,
+                               timeout=300)
+    assert completed.returncode == 2
+    assert completed.stderr == "error: --lm is for the beam search decoder: add --decoder beam\n"
+
+
+def test_a_beam_size_below_one_is_refused():
+    with pytest.raises(UserError, match="--beam-size must be at least 1, got 0"):
+        BeamSearchDecoder(LETTERS, beam_size=0)
+
+
+def test_a_file_that_is_not_an_arpa_model_is_refused_naming_it(tmp_path):
+    pytest.importorskip("kenlm")
+    (tmp_path / "notes.arpa").write_text("hello\n")
+    with pytest.raises(UserError, match=r"--lm .*notes.arpa: cannot read it as an ARPA language model: .*\\data\\"):
+        BeamSearchDecoder(LETTERS, beam_size=4, lm_path=tmp_path / "notes.arpa")

@@ -20,6 +20,7 @@ if ! python -c "import torch" 2>/dev/null; then
     pip install -q "torch==2.13.0"
 fi
 pip install -q -r requirements.txt
+pip install -q --no-deps -r requirements-nodeps.txt
 if [ "${1:-}" = "--test" ]; then
     pip install -q -r requirements-test.txt
 fi

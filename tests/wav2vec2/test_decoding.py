@@ -6,6 +6,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import kenlm
 import pytest
 import torch
 
@@ -44,7 +45,6 @@ def frames(*spelled: dict) -> torch.Tensor:
 
 
 def test_a_language_model_that_favours_a_word_changes_a_close_decision(tmp_path):
-    pytest.importorskip("kenlm")
     corpus = tmp_path / "text.wrd"
     corpus.write_text("BA AB\n" * 5 + "AC\n")
     build_lm([str(corpus), str(tmp_path / "lm.arpa"), "--order", "2"])
@@ -111,7 +111,6 @@ def test_the_arpa_model_parses_and_its_probabilities_sum_to_one_after_every_cont
 
 
 def test_kenlm_reads_the_arpa_model_with_the_same_probabilities(tmp_path):
-    kenlm = pytest.importorskip("kenlm")
     corpus = tmp_path / "train.wrd"
     corpus.write_text("THE CAT SAT\nTHE CAT RAN\nA DOG SAT ON THE MAT\n")
     model = build_lm([str(corpus), str(tmp_path / "lm.arpa")])
@@ -148,7 +147,6 @@ def test_a_beam_of_one_end_to_end_gives_the_greedy_transcripts(recognizer_checkp
 
 
 def test_a_beam_search_with_a_language_model_end_to_end(recognizer_checkpoint, synthetic_asr_corpus, tmp_path):
-    pytest.importorskip("kenlm")
     build_lm([str(synthetic_asr_corpus.directory / "train.wrd"), str(tmp_path / "lm.arpa")])
     with_lm = run_inference(recognizer_checkpoint, synthetic_asr_corpus.test_sentences, tmp_path / "lm", "--decoder",
                             "beam", "--beam-size", "4", "--lm", str(tmp_path / "lm.arpa"), "--lm-weight", "1",
@@ -191,7 +189,6 @@ def test_a_beam_size_below_one_is_refused():
 
 
 def test_a_file_that_is_not_an_arpa_model_is_refused_naming_it(tmp_path):
-    pytest.importorskip("kenlm")
     (tmp_path / "notes.arpa").write_text("hello\n")
     with pytest.raises(UserError, match=r"--lm .*notes.arpa: cannot read it as an ARPA language model: .*\\data\\"):
         BeamSearchDecoder(LETTERS, beam_size=4, lm_path=tmp_path / "notes.arpa")

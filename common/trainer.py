@@ -26,8 +26,8 @@ from torch.utils.data import DataLoader, Dataset
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
-from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, fail_together,
-                                init_distributed, shutdown, wrap_parts)
+from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, barrier,
+                                fail_together, init_distributed, shutdown, wrap_parts)
 from common.errors import UserError
 from common.logger import RunLogger
 from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals
@@ -185,6 +185,9 @@ class Trainer:
                     if self.saved_at != self.iteration:
                         self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")
             self.log_run_summary()
+            # Ranks leave together: a rank that tears its gloo process group down while rank 0 is still writing the
+            # last checkpoint was seen to abort (SIGABRT) instead of exiting with its status.
+            barrier()
         finally:
             self.logger.close()
             shutdown()

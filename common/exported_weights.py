@@ -145,8 +145,9 @@ def _exported_files(path: str | Path) -> tuple[Path, Path]:
     return weights, metadata_file
 
 
-def read_exported_metadata(path: str | Path) -> dict:
-    """metadata.json of an exported folder (or of its model.safetensors)."""
+def read_exported_metadata(path: str | Path, expected_model: str | None = None) -> dict:
+    """metadata.json of an exported folder (or of its model.safetensors). `expected_model`: the family the caller
+    needs; another family's weights are a UserError."""
     _, metadata_file = _exported_files(path)
     try:
         metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
@@ -154,15 +155,20 @@ def read_exported_metadata(path: str | Path) -> dict:
         raise UserError(f"cannot read {metadata_file}: not valid JSON ({error})") from error
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise UserError(f"{metadata_file} is not the metadata of exported weights (no \"format\": \"{FORMAT}\")")
+    found = metadata.get("model_name")
+    if expected_model is not None and found != expected_model:
+        raise UserError(f"{path} holds {found} weights, expected {expected_model}; give exported {expected_model} "
+                        "weights there")
     return metadata
 
 
-def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """(metadata, state dict) of an exported folder (or its model.safetensors)."""
+def read_exported(path: str | Path, expected_model: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, state dict) of an exported folder (or its model.safetensors); `expected_model` as
+    read_exported_metadata's."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    metadata = read_exported_metadata(path)
+    metadata = read_exported_metadata(path, expected_model)
     weights, _ = _exported_files(path)
     try:
         state_dict = load_file(str(weights))
@@ -175,11 +181,8 @@ def read_exported(path: str | Path) -> tuple[dict, dict[str, torch.Tensor]]:
 def load_exported(path: str | Path, expected_model: str | None = None) -> tuple[torch.nn.Module, dict]:
     """The model of an exported folder, built from its metadata with its weights, in eval mode on the CPU, and the
     metadata. `expected_model`: the family the caller needs; another family's weights are a UserError."""
-    metadata, state_dict = read_exported(path)
+    metadata, state_dict = read_exported(path, expected_model)
     found = metadata.get("model_name")
-    if expected_model is not None and found != expected_model:
-        raise UserError(f"{path} holds {found} weights, expected {expected_model}; give exported {expected_model} "
-                        "weights there")
     if found not in FAMILIES:
         raise UserError(f"{path}: unknown model {found!r} in its {METADATA_FILE}")
     recipe = get_recipe(found)

@@ -3,9 +3,10 @@
     python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --hifigan H.pt [--ema] [-d 0.005]
     python inference.py ... --vocoder HiFiGAN --vocoder-checkpoint H.pt [--chunk-frames 64]
 
-H is one of our checkpoints (train.py -m HiFiGAN), NVIDIA's hifigan_gen_checkpoint_*.pt, or jik876's g_XXXXXXXX with
---hifigan-config config_v1.json (read by hifigan/checkpoints.py). Only the generator is built (or, with --ema, the
-average of its weights that training kept), weight norm folded away.
+H is one of our checkpoints (train.py -m HiFiGAN) or the folder `python -m scripts.export_weights` makes of one,
+NVIDIA's hifigan_gen_checkpoint_*.pt, or jik876's g_XXXXXXXX with --hifigan-config config_v1.json (read by
+hifigan/checkpoints.py). Only the generator is built (or, with --ema, the average of its weights that training kept),
+weight norm folded away.
 
 The mel: our checkpoints say in their AudioParams which mel they were trained on (common/audio.py's, what Tacotron 2
 makes). NVIDIA's and jik876's files say nothing, so they get the mel they were trained on: jik876's (no centring,
@@ -31,6 +32,7 @@ from common.audio import AudioParams
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
                                unfold_weight_norm_where_folded)
 from common.errors import UserError
+from common.exported_weights import is_exported_folder, load_exported_as_checkpoint
 from common.vocoder import VocoderSpec
 from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference, is_reference_checkpoint
 from hifigan.denoiser import Denoiser
@@ -140,9 +142,14 @@ def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_c
                    mel_convention: str | None = None, flag: str | None = "--hifigan"
                    ) -> tuple[Generator, AudioParams, str]:
     """(generator in eval mode with weight norm folded away, its AudioParams, the mel convention it expects) from
-    any of the three kinds of file. mel_convention overrides what the file says or implies."""
+    any of the three kinds of file, or from a folder scripts.export_weights wrote from one of ours (its metadata is
+    read as our checkpoint's: the same generator and EMA weights, config and audio parameters). mel_convention
+    overrides what the file says or implies."""
     source = describe_source(path, flag)
-    checkpoint = load_checkpoint(path, expected_model=RECIPE.name, flag=flag)
+    if is_exported_folder(path):
+        _, checkpoint = load_exported_as_checkpoint(path, RECIPE.name)
+    else:
+        checkpoint = load_checkpoint(path, expected_model=RECIPE.name, flag=flag)
     if checkpoint.get("model_name") == RECIPE.name:
         if hifigan_config is not None:
             raise UserError(f"--hifigan-config is for jik876's files, which carry no config; {source} carries its "

@@ -5,10 +5,10 @@
     texts = recognizer.transcribe(["a.wav", "b.flac"])              # or float arrays, with sampling_rate=...
 
 The checkpoint is one of ours, NVIDIA's or fairseq's fine-tuned files (read without unpickling code,
-wav2vec2/checkpoints.py), a Hugging Face Wav2Vec2ForCTC folder (wav2vec2/convert.py), or the URL of a file, checked
-against the sha256 prefix in its name (common/api.py). Audio of any rate is resampled to the model's 16 kHz.
-Utterances are batched by length; the model is padding-aware, so each gets what it gets alone. Greedy CTC decoding,
-or a beam search (transcribe(decoder=...)).
+wav2vec2/checkpoints.py), the folder `python -m scripts.export_weights` makes of one, a Hugging Face Wav2Vec2ForCTC
+folder (wav2vec2/convert.py), or the URL of a file, checked against the sha256 prefix in its name (common/api.py). Audio
+of any rate is resampled to the model's 16 kHz. Utterances are batched by length; the model is padding-aware, so each
+gets what it gets alone. Greedy CTC decoding, or a beam search (transcribe(decoder=...)).
 `inference.py -m wav2vec2` (wav2vec2/inference.py) is the command line over this.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from common.api import api_device, api_dtype, local_checkpoint
 from common.audio import load_wav, resample_audio
 from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
+from common.exported_weights import is_exported_folder, read_exported
 from common.inference_args import autocast
 from wav2vec2 import checkpoints
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
@@ -42,8 +43,13 @@ class Utterance:
 
 
 def read_found_checkpoint(path: str | Path, flag: str | None) -> dict:
-    """checkpoints.read_any_checkpoint's dict (model_config, state_dict, symbols, format) of a file, or of a Hugging
-    Face model folder (converted in memory)."""
+    """checkpoints.read_any_checkpoint's dict (model_config, state_dict, symbols, format) of a file, of a folder
+    scripts.export_weights wrote (its dictionary is in its metadata), or of a Hugging Face model folder (converted in
+    memory)."""
+    if is_exported_folder(path):
+        metadata, state_dict = read_exported(path, RECIPE.name)
+        return {"model_config": metadata["model_config"], "state_dict": state_dict,
+                "symbols": (metadata.get("text") or {}).get("symbols"), "format": "exported"}
     if Path(path).is_dir():
         from wav2vec2.convert import from_hf  # imported late: only HF folders need it
 
@@ -139,10 +145,10 @@ class Recognizer:
     def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
                         flag: str | None = None) -> "Recognizer":
-        """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), an HF Wav2Vec2ForCTC folder, or a URL whose
-        file name carries its sha256 prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16
-        (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary. flag: the command-line option
-        that gave the path, for messages."""
+        """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
+        folder, or a URL whose file name carries its sha256 prefix. device: default the GPU if there is one.
+        precision: fp32, fp16 or bf16 (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary.
+        flag: the command-line option that gave the path, for messages."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
         return cls(model, dictionary, device, api_dtype(precision), batch_size)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -190,3 +191,77 @@ def test_fairseq_and_nvidia_wav2vec2_files_export(tmp_path):
     assert metadata["text"] == {"symbols": ["<s>", "<pad>", "</s>", "<unk>", "|", "E", "T"]}
     with torch.no_grad():
         assert torch.equal(model(waveform())["logits"], recognizer(waveform())["logits"])
+
+
+def test_the_hifigan_vocoder_takes_an_exported_folder_generator_and_ema(synthetic_corpus, tmp_path):
+    import inference
+    from hifigan.vocoder import load_generator
+    from tests.hifigan.tiny_hifigan import log_mel
+
+    checkpoint = untrained_checkpoint(run_args("HiFiGAN", synthetic_corpus, tmp_path), tmp_path / "hifigan.pt")
+    saved = torch.load(checkpoint, weights_only=True)
+    for key, value in saved["state_dict"].items():  # an average that differs from the generator, so a mix-up shows
+        if key.startswith("generator_ema.") and value.is_floating_point():
+            value.add_(0.01)
+    torch.save(saved, checkpoint)
+    export_weights.main([str(checkpoint), str(tmp_path / "exported")])
+
+    mel = log_mel(9)
+    outputs = {}
+    for ema in (False, True):
+        for source in (checkpoint, tmp_path / "exported"):
+            generator, audio_params, convention = load_generator(str(source), torch.device("cpu"), ema=ema)
+            with torch.no_grad():
+                outputs[ema, source] = generator(mel)
+            assert audio_params.to_dict() == saved["audio_params"] and convention == "tacotron"
+        assert torch.equal(outputs[ema, checkpoint], outputs[ema, tmp_path / "exported"])
+    assert not torch.equal(outputs[False, checkpoint], outputs[True, checkpoint])
+
+    # inference.py --hifigan: the same wav bytes from the folder as from the checkpoint
+    torch.save(mel[0], tmp_path / "m.pt")
+    for name, source in (("file", checkpoint), ("folder", tmp_path / "exported")):
+        inference.main(["-m", "HiFiGAN", "-i", str(tmp_path / "m.pt"), "-o", str(tmp_path / name), "--hifigan",
+                        str(source), "--ema", "--cpu", "--quiet"])
+    assert (tmp_path / "file" / "m.wav").read_bytes() == (tmp_path / "folder" / "m.wav").read_bytes()
+
+    waveglow = untrained_checkpoint(run_args("WaveGlow", synthetic_corpus, tmp_path), tmp_path / "waveglow.pt")
+    export_weights.main([str(waveglow), str(tmp_path / "waveglow")])
+    with pytest.raises(UserError, match="holds WaveGlow weights, expected HiFiGAN"):
+        load_generator(str(tmp_path / "waveglow"), torch.device("cpu"))
+
+
+def test_the_recognizer_takes_an_exported_folder(recognizer_checkpoint, synthetic_asr_corpus, synthetic_corpus,
+                                                 tmp_path):
+    import inference
+    from wav2vec2.api import Recognizer
+
+    export_weights.main([str(recognizer_checkpoint), str(tmp_path / "exported")])
+    root = Path(synthetic_asr_corpus.test_voice.read_text().splitlines()[0])
+    wavs = [root / line.split("\t")[0] for line in synthetic_asr_corpus.test_voice.read_text().splitlines()[1:]]
+    from_file, from_folder = (Recognizer.from_checkpoint(source, device="cpu")
+                              for source in (recognizer_checkpoint, tmp_path / "exported"))
+    assert from_folder.labels == from_file.labels
+    texts_of_file, log_probs_of_file = from_file.transcribe(wavs, return_log_probs=True)
+    texts_of_folder, log_probs_of_folder = from_folder.transcribe(wavs, return_log_probs=True)
+    assert texts_of_folder == texts_of_file
+    for of_file, of_folder in zip(log_probs_of_file, log_probs_of_folder, strict=True):
+        assert np.array_equal(of_file, of_folder)
+
+    # inference.py -m wav2vec2 --checkpoint: the same predictions
+    for name, source in (("file", recognizer_checkpoint), ("folder", tmp_path / "exported")):
+        inference.main(["-m", "wav2vec2", "--checkpoint", str(source), "-i", str(synthetic_asr_corpus.test_voice),
+                        "-o", str(tmp_path / name), "--cpu", "--quiet", "--save-predictions"])
+    assert ((tmp_path / "folder" / "predictions.txt").read_text()
+            == (tmp_path / "file" / "predictions.txt").read_text())
+
+    # a folder of another family is one error line
+    waveglow = untrained_checkpoint(run_args("WaveGlow", synthetic_corpus, tmp_path), tmp_path / "waveglow.pt")
+    export_weights.main([str(waveglow), str(tmp_path / "waveglow")])
+    completed = subprocess.run([sys.executable, "inference.py", "-m", "wav2vec2", "--checkpoint",
+                                str(tmp_path / "waveglow"), "-i", str(wavs[0]), "-o", str(tmp_path / "out"), "--cpu"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300, env={"OMP_NUM_THREADS": "1",
+                                                                                            "PATH": ""})
+    assert completed.returncode == 2, completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), completed.stderr
+    assert "holds WaveGlow weights, expected wav2vec2" in lines[0]

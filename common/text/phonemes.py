@@ -40,26 +40,26 @@ _OPENING_MARKS = "¡¿"
 _CLAUSE_MARK = re.compile(rf"[{re.escape(_CLOSING_MARKS)}]+(?=\s|$)|(?:(?<=\s)|^)[{_OPENING_MARKS}]+")
 _WHITESPACE = re.compile(r"\s+")
 
-# (language, text) -> IPA, shared by every phonemizer of this process: a training run reads each transcript more
-# than once (the symbol table, then the data sets).
+# (language, text) -> IPA of the transcripts of the filelists cached in this process (cache_filelist_phonemes): a
+# training run reads each one more than once (the symbol table, then the data sets). Other text (inference) is
+# phonemized each time, so that a long-lived process does not grow.
 _phonemes: dict[tuple[str, str], str] = {}
 
 
 def phonemize(text: str, language: str) -> str:
     """IPA of `text` in `language` (an eSpeak NG voice: en-us, de, es, ...), with its clause punctuation kept: one
     space between words, a mark right after the word it follows. An unknown language is a ValueError."""
-    key = (language, text)
-    if key not in _phonemes:
-        pieces, position = [], 0
-        for mark in _CLAUSE_MARK.finditer(text):
-            pieces += [_espeak_words(text[position:mark.start()], language), mark.group(0)]
-            position = mark.end()
-        pieces.append(_espeak_words(text[position:], language))
-        joined = " ".join(piece for piece in pieces if piece)
-        # "a , b" -> "a, b"; "¿ a" -> "¿a"
-        joined = re.sub(rf" (?=[{re.escape(_CLOSING_MARKS)}])", "", joined)
-        _phonemes[key] = re.sub(rf"(?<=[{_OPENING_MARKS}]) ", "", joined)
-    return _phonemes[key]
+    cached = _phonemes.get((language, text))
+    if cached is not None:
+        return cached
+    pieces, position = [], 0
+    for mark in _CLAUSE_MARK.finditer(text):
+        pieces += [_espeak_words(text[position:mark.start()], language), mark.group(0)]
+        position = mark.end()
+    pieces.append(_espeak_words(text[position:], language))
+    joined = " ".join(piece for piece in pieces if piece)
+    joined = re.sub(rf" (?=[{re.escape(_CLOSING_MARKS)}])", "", joined)  # "a , b" -> "a, b"
+    return re.sub(rf"(?<=[{_OPENING_MARKS}]) ", "", joined)  # "¿ a" -> "¿a"
 
 
 def _espeak_words(text: str, language: str) -> str:
@@ -85,7 +85,7 @@ class EspeakIPA:
     __name__ = "espeak_ipa"
 
     def __init__(self, language: str):
-        check_language(language)
+        check_language(language, flag=f"the text cleaner {self.__name__}'s language")
         self.language = language
 
     def __call__(self, text: str) -> str:
@@ -120,6 +120,7 @@ def cache_filelist_phonemes(filelist: str | Path, texts: Iterable[str], language
         logger.warning("%s: rebuilding the phoneme cache: its %s differ(s) from this run's", path,
                        ", ".join(differing) or "transcripts")
     phonemes = {text: phonemize(text, language) for text in texts}
+    _phonemes.update({(language, text): ipa for text, ipa in phonemes.items()})
     try:
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps({"key": key, "phonemes": phonemes}, ensure_ascii=False, indent=0),

@@ -81,9 +81,4 @@ def test_german_voices_speak_german_sentences_and_the_english_ones_are_unchanged
 
 
 def test_make_target_runs_the_script_after_setup():
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    completed = subprocess.run(["make", "--no-print-directory", "-n", "demo-de"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=60, env=environment)
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/tacotron2/demo_language.sh"]
+    assert "\ndemo-de: setup\n\tbash scripts/tacotron2/demo_language.sh\n" in (ROOT / "Makefile").read_text()

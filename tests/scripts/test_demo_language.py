@@ -80,5 +80,24 @@ def test_german_voices_speak_german_sentences_and_the_english_ones_are_unchanged
     assert make_sentences(20, seed=1234) == make_sentences(20, seed=1234, language="en")
 
 
+def test_a_german_corpus_goes_beside_the_english_one(tmp_path):
+    """prepare_dataset.sh --synthetic --voice de writes data/synthetic_de and filelists/de, so the English demo's
+    corpus (data/synthetic, filelists/) is never overwritten; here under a scratch copy of the script's folder."""
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "prepare_dataset.sh"
+    script.write_text((ROOT / "scripts" / "prepare_dataset.sh").read_text())
+    (tmp_path / "scripts" / "data").symlink_to(ROOT / "scripts" / "data")
+    (tmp_path / ".venv").symlink_to(sys.prefix)  # the script runs .venv/bin/python: this test's environment
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    environment.pop("DATA_DIR", None)
+    environment.pop("FILELISTS_DIR", None)
+    completed = subprocess.run(["bash", str(script), "--synthetic", "--voice", "de", "--num-utterances", "3"],
+                               cwd=tmp_path, capture_output=True, text=True, timeout=120, env=environment)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert (tmp_path / "data" / "synthetic_de" / "metadata.csv").is_file()
+    assert (tmp_path / "filelists" / "de" / "synthetic_audio_text_train.txt").is_file()
+    assert not (tmp_path / "data" / "synthetic").exists() and not list((tmp_path / "filelists").glob("*.txt"))
+
+
 def test_make_target_runs_the_script_after_setup():
     assert "\ndemo-de: setup\n\tbash scripts/tacotron2/demo_language.sh\n" in (ROOT / "Makefile").read_text()

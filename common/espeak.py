@@ -80,6 +80,13 @@ def set_voice(library, voice: str) -> None:
                                 f"es, fr, ...; the files under {Path(_data_path or '') / 'lang'} list them)")
 
 
+def check_voice(voice: str) -> None:
+    """UnknownVoiceError unless eSpeak NG has this voice (or language)."""
+    library = load_library()
+    with _lock:
+        set_voice(library, voice)
+
+
 def text_to_phonemes(text: str, voice: str) -> str:
     """IPA of `text` as eSpeak NG's `voice` reads it, with its stress marks. eSpeak translates one clause per call
     and drops the punctuation that ends it; the clauses are joined by a space."""

@@ -64,7 +64,7 @@ def phonemize(text: str, language: str) -> str:
 
 def _espeak_words(text: str, language: str) -> str:
     if not text.strip():
-        espeak.set_voice(espeak.load_library(), language)  # still reject an unknown language
+        espeak.check_voice(language)  # still reject an unknown language
         return ""
     return _WHITESPACE.sub(" ", espeak.text_to_phonemes(text, language)).strip()
 
@@ -72,7 +72,7 @@ def _espeak_words(text: str, language: str) -> str:
 def check_language(language: str, flag: str = "--language") -> None:
     """A UserError naming `flag` if eSpeak NG has no such language or voice."""
     try:
-        espeak.set_voice(espeak.load_library(), language)
+        espeak.check_voice(language)
     except espeak.UnknownVoiceError as error:
         raise UserError(f"{flag} {language}: {error}") from error
     except RuntimeError as error:  # the library is missing or does not start

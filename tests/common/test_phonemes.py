@@ -64,6 +64,20 @@ def test_phonemes_are_the_same_in_any_order_and_in_any_process():
     assert [forward[i] for i in range(len(KNOWN))] == [expected for _, _, expected in KNOWN]
 
 
+def test_phonemizing_leaves_the_speech_of_the_same_process_unchanged():
+    """The corpus's synthesis (scripts/data/espeak.py) forks from this process's library: phonemizing here first,
+    in another language too, must not change what it speaks."""
+    import numpy as np
+
+    from scripts.data.espeak import synthesize
+
+    before, _ = synthesize("Guten Morgen, wie geht es dir?", voice="de")
+    phonemize("Das Mädchen kauft 23 Äpfel für 4,50 Euro.", "de")
+    phonemize("Hello there, friend.", "en-us")
+    after, _ = synthesize("Guten Morgen, wie geht es dir?", voice="de")
+    assert np.array_equal(before, after)
+
+
 def test_the_processor_encodes_the_ipa_and_saves_its_language():
     text = "Guten Morgen, wie geht es dir?"
     table = symbols_of_transcripts([text], ["espeak_ipa"], language="de")

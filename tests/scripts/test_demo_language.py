@@ -1,7 +1,7 @@
 """scripts/tacotron2/demo_language.sh (`make demo-de`): every stage end to end in QUICK=1 mode (a 12-utterance German
 corpus, a tiny model, one epoch), and the German sentences of the synthetic corpus (scripts/data/sentences_de.py).
-The speech of a one-epoch model means nothing: the tests check the stages and what they leave; whether the full demo
-aligns is recorded in tacotron2/RESULTS.md."""
+The speech of a one-epoch model means nothing: the tests check the stages and what they leave (the full demo's time
+and alignment health belong in tacotron2/RESULTS.md, measured on a quiet machine)."""
 from __future__ import annotations
 
 import json

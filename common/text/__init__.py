@@ -271,8 +271,8 @@ def text_language(args: argparse.Namespace) -> str | None:
     language is given only for such a cleaner (each mistake a UserError naming the flags)."""
     needs_language = [name for name in args.text_cleaners if name in LANGUAGE_CLEANERS]
     if needs_language and args.language is None:
-        raise UserError(f"--text-cleaners {needs_language[0]} needs --language, the eSpeak NG language to read the text "
-                        "in (en-us, en-gb, de, es, fr, ...)")
+        raise UserError(f"--text-cleaners {needs_language[0]} needs --language, the eSpeak NG language to read the "
+                        "text in (en-us, en-gb, de, es, fr, ...)")
     if args.language is not None and not needs_language:
         raise UserError(f"--language {args.language} is for --text-cleaners {' '.join(LANGUAGE_CLEANERS)}; the "
                         f"cleaners {' '.join(args.text_cleaners)} read no language: drop --language or add a cleaner")

@@ -3,16 +3,16 @@
 # (--text-cleaners espeak_ipa --language de: eSpeak NG's IPA, the symbol table from the phonemized transcripts), then
 # German text synthesized with Griffin-Lim, phonemized the same way from the checkpoint, and its alignment health.
 #   scripts/tacotron2/demo_language.sh [--stage N] [--stop-stage N] [extra train.py flags]
-#       stage 1: the corpus: scripts/prepare_dataset.sh --synthetic --voice $LANGUAGE into DATA_DIR   (skipped if built)
+#       stage 1: the corpus: scripts/prepare_dataset.sh --synthetic --voice $VOICE into DATA_DIR   (skipped if built)
 #       stage 2: train configs/tacotron2_demo.json with phonemes into OUTPUT_DIR (a rerun resumes; done when finished)
 #       stage 3: synthesize PHRASES and the corpus's held-out test sentences (wavs, wavs_test, alignment plots)
 #       stage 4: report (scripts/report_demo.py): validation alignment health (aligned: >= 0.7), the test sentences'
 #                and how near each is to eSpeak NG saying it, the wall time (from the first stage run)
-#   Environment: LANGUAGE (de; an eSpeak NG voice with its own sentences: de), DATA_DIR (data/synthetic_$LANGUAGE),
-#   FILELISTS (filelists/$LANGUAGE), OUTPUT_DIR (output/demo_$LANGUAGE), NUM_UTTERANCES (500), CONFIG, PHRASES
-#   (phrases/phrase_$LANGUAGE.txt), PYTHON, QUICK=1 (every stage on a 12-utterance corpus and a tiny model for one
-#   epoch, in seconds: a smoke test whose speech means nothing; defaults then go to data/synthetic_de_quick,
-#   filelists/de_quick and output/demo_de_quick).
+#   Environment: VOICE (de: the corpus's eSpeak NG voice and --language; only German has its own sentences),
+#   DATA_DIR (data/synthetic_$VOICE), FILELISTS (filelists/$VOICE), OUTPUT_DIR (output/demo_$VOICE), NUM_UTTERANCES
+#   (500), CONFIG, PHRASES (phrases/phrase_$VOICE.txt), PYTHON, QUICK=1 (every stage on a 12-utterance corpus and a
+#   tiny model for one epoch, in seconds: a smoke test whose speech means nothing; defaults then go to
+#   data/synthetic_de_quick, filelists/de_quick and output/demo_de_quick).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
@@ -30,13 +30,13 @@ while [ $# -gt 0 ]; do
             [[ "$2" =~ ^[1-4]$ ]] || die "$1 takes a stage from 1 to 4, got '$2'"
             if [ "$1" = --stage ]; then stage=$2; else stop_stage=$2; fi
             shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) train_flags+=("$1"); shift ;;
     esac
 done
 runs() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 
-LANGUAGE=${LANGUAGE:-de}
+VOICE=${VOICE:-de}
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
     suffix=_quick
@@ -52,35 +52,35 @@ else
     NUM_UTTERANCES=${NUM_UTTERANCES:-500}
     QUICK_FLAGS=()
 fi
-DATA_DIR=${DATA_DIR:-data/synthetic_$LANGUAGE$suffix}
-FILELISTS=${FILELISTS:-filelists/$LANGUAGE$suffix}
-OUTPUT_DIR=${OUTPUT_DIR:-output/demo_$LANGUAGE$suffix}
+DATA_DIR=${DATA_DIR:-data/synthetic_$VOICE$suffix}
+FILELISTS=${FILELISTS:-filelists/$VOICE$suffix}
+OUTPUT_DIR=${OUTPUT_DIR:-output/demo_$VOICE$suffix}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
-PHRASES=${PHRASES:-phrases/phrase_$LANGUAGE.txt}
+PHRASES=${PHRASES:-phrases/phrase_$VOICE.txt}
 case "$NUM_UTTERANCES" in ''|*[!0-9]*) die "NUM_UTTERANCES must be a whole number, got '$NUM_UTTERANCES'" ;; esac
 checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
 
 start=$(date +%s)
 if runs 1; then
     # The corpus is a function of its arguments; the stamp says which ones built the one in DATA_DIR.
-    corpus_args="--voice $LANGUAGE --num-utterances $NUM_UTTERANCES --seed 1234"
+    corpus_args="--voice $VOICE --num-utterances $NUM_UTTERANCES --seed 1234"
     if [ ! -f "$DATA_DIR/metadata.csv" ] || [ "$(cat "$DATA_DIR/.demo_language_corpus" 2>/dev/null)" != "$corpus_args" ]
     then
-        echo "== stage 1: the $LANGUAGE corpus -> $DATA_DIR, filelists in $FILELISTS =="
+        echo "== stage 1: the $VOICE corpus -> $DATA_DIR, filelists in $FILELISTS =="
         # shellcheck disable=SC2086
         bash scripts/prepare_dataset.sh --synthetic --data-dir "$DATA_DIR" --filelists-dir "$FILELISTS" $corpus_args
         echo "$corpus_args" > "$DATA_DIR/.demo_language_corpus"
     else
-        echo "== stage 1: the $LANGUAGE corpus is in $DATA_DIR =="
+        echo "== stage 1: the $VOICE corpus is in $DATA_DIR =="
     fi
 fi
 if runs 2; then
-    echo "== stage 2: Tacotron 2 on eSpeak NG phonemes ($LANGUAGE) -> $OUTPUT_DIR =="
-    # The phonemes of each filelist are cached beside it (<filelist>.espeak_ipa-$LANGUAGE.json).
+    echo "== stage 2: Tacotron 2 on eSpeak NG phonemes ($VOICE) -> $OUTPUT_DIR =="
+    # The phonemes of each filelist are cached beside it (<filelist>.espeak_ipa-$VOICE.json).
     "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
         --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
         --validation-files "$FILELISTS/synthetic_audio_text_val.txt" \
-        --text-cleaners espeak_ipa --language "$LANGUAGE" --resume-from-last \
+        --text-cleaners espeak_ipa --language "$VOICE" --resume-from-last \
         ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} ${train_flags[@]+"${train_flags[@]}"}
 fi
 if runs 3; then
@@ -95,5 +95,5 @@ if runs 4; then
     # The held-out test sentences: text the model never trained on, in the corpus's own style.
     "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" \
         --inference-log "$OUTPUT_DIR/wavs_test/nvlog.json" --wavs "$OUTPUT_DIR/wavs_test" \
-        --phrases "$OUTPUT_DIR/test_sentences.txt" --voice "$LANGUAGE" --seconds $(( $(date +%s) - start ))
+        --phrases "$OUTPUT_DIR/test_sentences.txt" --voice "$VOICE" --seconds $(( $(date +%s) - start ))
 fi

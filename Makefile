@@ -13,6 +13,11 @@ setup-test:
 demo: setup
 	bash scripts/demo.sh
 
+# make demo-de -- the demo in German, read as phonemes (eSpeak NG IPA): scripts/tacotron2/demo_language.sh
+.PHONY: demo-de
+demo-de: setup
+	bash scripts/tacotron2/demo_language.sh
+
 demo-asr: setup
 	bash scripts/wav2vec2/demo_asr.sh
 

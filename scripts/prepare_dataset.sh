@@ -4,6 +4,7 @@
 #   scripts/prepare_dataset.sh --synthetic [--num-utterances 500] [--voice en-us] [--rate 175] [--seed 1234]
 #       [--sampling-rate 16000 --manifest]
 #       stage 1: speak a synthetic corpus with eSpeak NG into data/synthetic              (~10 s, no download)
+#       --voice de (or de-...): German sentences, into data/synthetic_de with filelists in filelists/de
 #       --sampling-rate: the wavs' rate (default eSpeak's 22050); --manifest: also fairseq manifests for speech
 #       recognition in DATA_DIR: {train,valid,test}.tsv, .wrd, .ltr and dict.ltr.txt (train.py -m wav2vec2 --data)
 #   scripts/prepare_dataset.sh [--stage 1] [--stop-stage 3] [--seed 1234]
@@ -19,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "prepare_dataset.sh: error: $*" >&2; exit 2; }
 
 stage=1
@@ -58,6 +59,14 @@ if [ "$synthetic" = false ] && [ ${#synthetic_args[@]} -gt 0 ]; then
 fi
 
 if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+# A German voice speaks German sentences (scripts/data/synthetic_corpus.py): its corpus goes beside the English one.
+for ((index = 0; index + 1 < ${#synthetic_args[@]}; index++)); do
+    if [ "${synthetic_args[index]}" = --voice ]; then
+        case "${synthetic_args[index + 1]}" in
+            de|de-*) DATA_DIR=${DATA_DIR:-data/synthetic_de}; FILELISTS_DIR=${FILELISTS_DIR:-filelists/de} ;;
+        esac
+    fi
+done
 FILELISTS_DIR=${FILELISTS_DIR:-filelists}
 
 runs() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }

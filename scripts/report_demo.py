@@ -27,12 +27,14 @@ def dtw_distance(mel_a: np.ndarray, mel_b: np.ndarray) -> float:
     return float(cost[-1, -1] / len(path))
 
 
-def reference_check(wavs: Path, phrases: list[str]) -> list[tuple[int, float, float]]:
+def reference_check(wavs: Path, phrases: list[str], voice: str = "en-us") -> list[tuple[int, float, float]]:
     """(line number, distance to its own eSpeak rendering, mean distance to the other lines' renderings)."""
     from scripts.data.espeak import synthesize
 
+    if len(phrases) < 2:  # nothing to compare with
+        return []
     mel_spectrogram = MelSpectrogram()
-    references = [mel_spectrogram(torch.from_numpy(synthesize(text)[0]))[0].numpy() for text in phrases]
+    references = [mel_spectrogram(torch.from_numpy(synthesize(text, voice=voice)[0]))[0].numpy() for text in phrases]
     results = []
     for line, _ in enumerate(phrases, start=1):
         wav = wavs / f"audio_{line}.wav"
@@ -52,6 +54,7 @@ def main() -> None:
     parser.add_argument("--wavs", required=True)
     parser.add_argument("--phrases", required=True, help="the text file that was synthesized")
     parser.add_argument("--seconds", type=int, default=None, help="wall time of the whole demo")
+    parser.add_argument("--voice", default="en-us", help="the eSpeak NG voice of the corpus (the reference renderings)")
     args = parser.parse_args()
 
     validations = [r["data"] for r in read_dllogger_file(args.log) if r["type"] == "LOG" and "val_loss" in r["data"]
@@ -69,7 +72,7 @@ def main() -> None:
         scores = [record["alignment_score"] for record in synthesized]
         print(f"alignment-health score of the synthesized phrases: {sum(scores) / len(scores):.3f}")
     phrases = [line.strip() for line in Path(args.phrases).read_text().splitlines() if line.strip()]
-    checks = reference_check(Path(args.wavs), phrases)
+    checks = reference_check(Path(args.wavs), phrases, args.voice)
     if len(phrases) > 1 and checks:
         print("distance to eSpeak NG saying the same line vs. the other lines (lower = closer):")
         for line, matched, mismatched in checks:

@@ -55,7 +55,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     symbols.add_argument("--symbols-from-filelist", action="store_true",
                          help="the table of the training transcripts: '_' (padding), then every symbol of the "
                               "transcripts after --text-cleaners, sorted (for another language; pick cleaners that "
-                              "keep its letters, e.g. basic_cleaners)")
+                              "keep its letters, e.g. basic_cleaners, or espeak_ipa with --language for its sounds; "
+                              "the default with espeak_ipa)")
 
     loss = parser.add_argument_group("Tacotron 2 loss")
     loss.add_argument("--guided-attn-weight", type=non_negative_float, default=0.0,

@@ -32,6 +32,7 @@ class TextMelDataset(Dataset):
         self.entries = read_filelist(filelist, dataset_path)
         self.audio = audio
         self.load_mel_from_disk = load_mel_from_disk
+        text.cache_phonemes(filelist, [entry.text for entry in self.entries])  # a phoneme front-end's, else nothing
         self.token_ids = [torch.tensor(text.encode(entry.text, source=entry.source), dtype=torch.long)
                           for entry in self.entries]
         self.bucket_lengths = [len(ids) for ids in self.token_ids]  # text length predicts mel length well

@@ -13,7 +13,8 @@ from common.filelist import read_filelist
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
 from common.sampler import EpochBatchSampler, fixed_size_batches
-from common.text import TextProcessor, add_text_args, read_symbols_file, symbols_of_transcripts
+from common.text import (TextProcessor, add_text_args, read_symbols_file, reads_phonemes, symbols_of_transcripts,
+                         text_language)
 from common.text.symbols import SYMBOLS
 from tacotron2 import arg_parser
 from tacotron2.arg_parser import loss_config
@@ -52,26 +53,32 @@ def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _symbols_of_filelist(filelist: str, dataset_path: str, cleaners: tuple[str, ...], modified_ns: int) -> tuple:
-    """symbols_of_transcripts of a filelist, read once per run (the trainer asks for the table three times)."""
-    return tuple(symbols_of_transcripts((entry.text for entry in read_filelist(filelist, dataset_path)), cleaners))
+def _symbols_of_filelist(filelist: str, dataset_path: str, cleaners: tuple[str, ...], language: str | None,
+                         modified_ns: int) -> tuple:
+    """symbols_of_transcripts of a filelist, read once per run (the trainer asks for the table three times); with
+    --language, phonemized through the filelist's phoneme cache."""
+    transcripts = [entry.text for entry in read_filelist(filelist, dataset_path)]
+    TextProcessor(cleaners, language=language).cache_phonemes(filelist, transcripts)
+    return tuple(symbols_of_transcripts(transcripts, cleaners, language))
 
 
 def symbol_table(args: argparse.Namespace) -> list[str]:
-    """NVIDIA's 148 symbols, or the table of --symbols-file or of the training transcripts (--symbols-from-filelist)."""
+    """NVIDIA's 148 symbols, or the table of --symbols-file or of the training transcripts (--symbols-from-filelist,
+    and the default with a phoneme cleaner: NVIDIA's table has no IPA)."""
     if args.symbols_file:
         return read_symbols_file(args.symbols_file)
-    if args.symbols_from_filelist:
+    if args.symbols_from_filelist or reads_phonemes(args.text_cleaners):
         filelist = Path(args.training_files)
         modified_ns = filelist.stat().st_mtime_ns if filelist.is_file() else 0  # read_filelist reports a missing one
         return list(_symbols_of_filelist(str(filelist), str(args.dataset_path), tuple(args.text_cleaners),
-                                         modified_ns))
+                                         text_language(args), modified_ns))
     return list(SYMBOLS)
 
 
 def text_processor(args: argparse.Namespace) -> TextProcessor:
-    """The run's text front-end: --text-cleaners and the symbol table (symbol_table); saved in every checkpoint."""
-    return TextProcessor(args.text_cleaners, symbol_table(args))
+    """The run's text front-end: --text-cleaners (with --language) and the symbol table (symbol_table); saved in
+    every checkpoint."""
+    return TextProcessor(args.text_cleaners, symbol_table(args), language=text_language(args))
 
 
 def model_config(args: argparse.Namespace) -> dict:

@@ -12,6 +12,9 @@ emoji), are never dropped silently: each is logged once, with the place it came 
 The table is NVIDIA's 148 English symbols (symbols.py) unless a language needs others: `read_symbols_file` reads one
 the user wrote, `symbols_of_transcripts` makes one of the symbols a corpus uses (Tacotron 2's --symbols-file and
 --symbols-from-filelist).
+
+Another language can also be read as sounds: `TextProcessor(["espeak_ipa"], table, language="de")` turns text into
+eSpeak NG's IPA (common/text/phonemes.py), one symbol per IPA character; the language travels in the checkpoint too.
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from typing import Iterable, Iterator, Sequence
 
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
-from common.text.cleaners import CLEANERS, get_cleaner, transliterates, untransliterable_characters
+from common.text.cleaners import (CLEANER_NAMES, LANGUAGE_CLEANERS, get_cleaner, transliterates,
+                                   untransliterable_characters)
 from common.text.symbols import ARPABET_PREFIX, PAD, SYMBOLS
 
 logger = logging.getLogger(__name__)
@@ -41,14 +45,19 @@ def _braces_split(text: str) -> Iterator[tuple[bool, str]]:
 
 
 class TextProcessor:
-    """Turns transcripts into symbol ids and back. symbols[0] is padding: encode() never produces it."""
+    """Turns transcripts into symbol ids and back. symbols[0] is padding: encode() never produces it. `language` is
+    for the cleaners that need one (espeak_ipa), and only for them."""
 
     def __init__(self, cleaner_names: Sequence[str] = ("english_cleaners",), symbols: Sequence[str] = SYMBOLS,
-                 strict: bool = False):
+                 strict: bool = False, language: str | None = None):
         if isinstance(cleaner_names, str):
             cleaner_names = [cleaner_names]
         self.cleaner_names = list(cleaner_names)
-        self.cleaners = [get_cleaner(name) for name in self.cleaner_names]
+        self.language = language
+        if language is not None and not set(self.cleaner_names) & set(LANGUAGE_CLEANERS):
+            raise ValueError(f"a language ({language}) is only for the text cleaners {', '.join(LANGUAGE_CLEANERS)}, "
+                             f"not {', '.join(self.cleaner_names)}")
+        self.cleaners = [get_cleaner(name, language) for name in self.cleaner_names]
         self._cleaners_transliterate = transliterates(self.cleaner_names)
         self.symbols = list(symbols)
         if not self.symbols or not all(isinstance(symbol, str) and symbol for symbol in self.symbols):
@@ -115,13 +124,37 @@ class TextProcessor:
         return "".join(pieces)
 
     def to_dict(self) -> dict:
-        return {"cleaners": list(self.cleaner_names), "symbols": list(self.symbols)}
+        """Cleaners and symbols, and the language where there is one (so a table without one reads as it always
+        did)."""
+        values = {"cleaners": list(self.cleaner_names), "symbols": list(self.symbols)}
+        if self.language is not None:
+            values["language"] = self.language
+        return values
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False) -> "TextProcessor":
-        if set(values) != {"cleaners", "symbols"}:
-            raise ValueError(f"a text processor dict has the keys ['cleaners', 'symbols'], not {sorted(values)}")
-        return cls(values["cleaners"], values["symbols"], strict=strict)
+        if set(values) not in ({"cleaners", "symbols"}, {"cleaners", "symbols", "language"}):
+            raise ValueError("a text processor dict has the keys ['cleaners', 'symbols'] and maybe 'language', not "
+                             f"{sorted(values)}")
+        return cls(values["cleaners"], values["symbols"], strict=strict, language=values.get("language"))
+
+    def cache_phonemes(self, filelist: str | Path, transcripts: Iterable[str]) -> None:
+        """With a phoneme cleaner (espeak_ipa): the phonemes of a filelist's transcripts, read from the cache beside
+        it or made and written there (common/text/phonemes.py), so that encoding them costs no phonemizing. Without
+        one, nothing."""
+        first = next((index for index, name in enumerate(self.cleaner_names) if name in LANGUAGE_CLEANERS), None)
+        if first is None:
+            return
+        from common.text.phonemes import cache_filelist_phonemes
+
+        def phonemizer_input(text: str) -> str:  # what the cleaners before it make of the text
+            for cleaner in self.cleaners[:first]:
+                text = cleaner(text)
+            return text
+
+        inputs = [phonemizer_input(part) for transcript in transcripts
+                  for is_arpabet, part in _braces_split(transcript) if not is_arpabet]
+        cache_filelist_phonemes(filelist, inputs, self.language)
 
     def _parts(self, text: str) -> Iterator[tuple[bool, str | list[str]]]:
         """(False, cleaned text) and (True, [ARPAbet phonemes]) in the order they come. The braces of the input are
@@ -168,11 +201,12 @@ def _describe(symbol: str) -> str:
     return f"phoneme {symbol!r}" if _is_phoneme(symbol) else f"symbol {symbol!r}"
 
 
-def symbols_of_transcripts(transcripts: Iterable[str], cleaner_names: Sequence[str]) -> list[str]:
+def symbols_of_transcripts(transcripts: Iterable[str], cleaner_names: Sequence[str],
+                           language: str | None = None) -> list[str]:
     """A symbol table for a corpus: the padding symbol (id 0, as in NVIDIA's table), then every symbol the cleaned
     transcripts hold (their characters, and '@'-prefixed phonemes for ARPAbet in braces), sorted. The padding symbol
     itself is left out of the sorted part: no text may produce id 0."""
-    reader = TextProcessor(cleaner_names)
+    reader = TextProcessor(cleaner_names, language=language)
     used: set[str] = set()
     for transcript in transcripts:
         used.update(reader._to_symbols(transcript.strip()))
@@ -224,5 +258,31 @@ def read_symbols_file(path: str | Path, flag: str = "--symbols-file") -> list[st
 
 def add_text_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("text")
-    group.add_argument("--text-cleaners", nargs="+", default=["english_cleaners"], choices=sorted(CLEANERS),
-                       help="cleaners applied in order before encoding")
+    group.add_argument("--text-cleaners", nargs="+", default=["english_cleaners"], choices=CLEANER_NAMES,
+                       help="cleaners applied in order before encoding; espeak_ipa reads the text as eSpeak NG does in "
+                            "--language and writes its IPA (another language, as sounds)")
+    group.add_argument("--language", default=None, metavar="VOICE",
+                       help="the eSpeak NG language (voice) of espeak_ipa: en-us, en-gb, de, es, fr, ...; saved in the "
+                            "checkpoint with the symbol table")
+
+
+def text_language(args: argparse.Namespace) -> str | None:
+    """--language, checked against --text-cleaners: a cleaner that needs a language gets one eSpeak NG knows, and a
+    language is given only for such a cleaner (each mistake a UserError naming the flags)."""
+    needs_language = [name for name in args.text_cleaners if name in LANGUAGE_CLEANERS]
+    if needs_language and args.language is None:
+        raise UserError(f"--text-cleaners {needs_language[0]} needs --language, the eSpeak NG language to read the "
+                        "text in (en-us, en-gb, de, es, fr, ...)")
+    if args.language is not None and not needs_language:
+        raise UserError(f"--language {args.language} is for --text-cleaners {' '.join(LANGUAGE_CLEANERS)}; the "
+                        f"cleaners {' '.join(args.text_cleaners)} read no language: drop --language or add a cleaner")
+    if args.language is not None:
+        from common.text.phonemes import check_language
+
+        check_language(args.language)
+    return args.language
+
+
+def reads_phonemes(cleaner_names: Sequence[str]) -> bool:
+    """Whether these cleaners write eSpeak NG's IPA, whose symbols NVIDIA's English table lacks."""
+    return any(name in LANGUAGE_CLEANERS for name in cleaner_names)

@@ -1,6 +1,7 @@
 """Text cleaners: functions str -> str run on a transcript before it is split into symbols.
 
-Pick them by name (`--text-cleaners english_cleaners`); `CLEANERS` maps the names to the functions.
+Pick them by name (`--text-cleaners english_cleaners`); `CLEANERS` maps the names to the functions. A cleaner of
+LANGUAGE_CLEANERS is made for a language (`--text-cleaners espeak_ipa --language de`: common/text/phonemes.py).
 
 Transliteration follows NVIDIA's Tacotron 2 text front-end, because their published checkpoints were trained on the
 ids it gives: a character it cannot transliterate is dropped before the spaces are collapsed, so "a 😀 b" reads
@@ -124,7 +125,21 @@ CLEANERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def get_cleaner(name: str) -> Callable[[str], str]:
+# Cleaners that need a language: espeak_ipa writes the IPA that eSpeak NG reads in it.
+LANGUAGE_CLEANERS = ("espeak_ipa",)
+CLEANER_NAMES = sorted([*CLEANERS, *LANGUAGE_CLEANERS])
+
+
+def get_cleaner(name: str, language: str | None = None) -> Callable[[str], str]:
+    """The cleaner of that name; `language` is for (and only for) LANGUAGE_CLEANERS."""
+    if name in LANGUAGE_CLEANERS:
+        if language is None:
+            raise ValueError(f"the text cleaner {name} needs a language (--language: an eSpeak NG voice such as "
+                             "en-us, de, es)")
+        from common.text.phonemes import EspeakIPA  # loads eSpeak NG: only when asked for
+
+        return EspeakIPA(language)
     if name not in CLEANERS:
-        raise ValueError(f"unknown text cleaner {name!r}; valid names are: {', '.join(sorted(CLEANERS))}")
+        raise ValueError(f"unknown text cleaner {name!r}; valid names are: {', '.join(sorted(CLEANERS))}, and "
+                         f"{', '.join(LANGUAGE_CLEANERS)} (with a language)")
     return CLEANERS[name]

@@ -21,16 +21,13 @@ import os
 
 import numpy as np
 
-SAMPLING_RATE = 22050  # what eSpeak NG's voices are recorded at; checked when the library starts
+from common import espeak
+from common.espeak import SAMPLING_RATE
 
-# From eSpeak NG's speak_lib.h.
-_AUDIO_OUTPUT_SYNCHRONOUS = 2  # espeak_Synth returns once the whole text has gone through the callback
-_INITIALIZE_DONT_EXIT = 0x8000  # report a missing data directory as an error instead of calling exit()
+# From eSpeak NG's speak_lib.h (the library itself is loaded by common/espeak.py).
 _POS_CHARACTER = 1
-_CHARS_UTF8 = 1
 _PARAMETER_RATE = 1
 _RATE_MINIMUM, _RATE_MAXIMUM = 80, 450  # words per minute
-_EE_OK = 0
 
 # int callback(short *wav, int numsamples, espeak_EVENT *events); returning 0 means "carry on".
 _SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
@@ -47,42 +44,20 @@ def _collect_samples(samples, count, events) -> int:
 
 
 def _load_library():
-    """Load and initialise eSpeak NG once per process."""
+    """eSpeak NG (common/espeak.py), with this module's synthesis callback, once per process."""
     global _library, _callback
     if _library is not None:
         return _library
     if not hasattr(os, "fork"):
         raise RuntimeError("scripts.data.espeak needs os.fork() (Linux or macOS) to make eSpeak NG deterministic")
-    try:
-        import espeakng_loader
-    except ImportError as error:
-        raise RuntimeError("the synthetic corpus needs the 'espeakng-loader' package (pip install espeakng-loader)") \
-            from error
-    library_path = espeakng_loader.get_library_path()
-    data_path = espeakng_loader.get_data_path()
-    try:
-        library = ctypes.CDLL(library_path)
-    except OSError as error:
-        raise RuntimeError(f"cannot load the eSpeak NG library {library_path}: {error}") from error
-
-    library.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-    library.espeak_Initialize.restype = ctypes.c_int
+    library = espeak.load_library()
     library.espeak_SetSynthCallback.argtypes = [_SynthCallback]
     library.espeak_SetSynthCallback.restype = None
-    library.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
-    library.espeak_SetVoiceByName.restype = ctypes.c_int
     library.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     library.espeak_SetParameter.restype = ctypes.c_int
     library.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
                                      ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
     library.espeak_Synth.restype = ctypes.c_int
-
-    sampling_rate = library.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data_path.encode(), _INITIALIZE_DONT_EXIT)
-    if sampling_rate != SAMPLING_RATE:
-        raise RuntimeError(
-            f"eSpeak NG ({library_path}, data {data_path}) reports a sampling rate of {sampling_rate} Hz "
-            f"(-1 means it failed to start); this corpus needs {SAMPLING_RATE} Hz"
-        )
     _callback = _SynthCallback(_collect_samples)
     library.espeak_SetSynthCallback(_callback)
     _library = library
@@ -91,16 +66,15 @@ def _load_library():
 
 def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int) -> np.ndarray:
     """Speak `text` in this process (a fresh fork) and return its int16 samples."""
-    if library.espeak_SetVoiceByName(voice.encode()) != _EE_OK:
-        raise ValueError(f"eSpeak NG has no voice named {voice!r} (try en-us, en-gb or en)")
+    espeak.set_voice(library, voice)  # an unknown voice: UnknownVoiceError, a ValueError
     library.espeak_SetParameter(_PARAMETER_RATE, words_per_minute, 0)
     # Fix every random number generator eSpeak may draw from, so voices with breath noise are deterministic too.
     if hasattr(library, "espeak_ng_SetRandSeed"):
         library.espeak_ng_SetRandSeed(0)
     ctypes.CDLL(None).srand(0)
     _chunks.clear()
-    status = library.espeak_Synth(text, len(text) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None)
-    if status != _EE_OK:
+    status = library.espeak_Synth(text, len(text) + 1, 0, _POS_CHARACTER, 0, espeak.CHARS_UTF8, None, None)
+    if status != espeak.EE_OK:
         raise RuntimeError(f"espeak_Synth failed with status {status}")
     if not _chunks:
         return np.zeros(0, dtype=np.int16)

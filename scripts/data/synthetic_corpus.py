@@ -1,4 +1,5 @@
-"""A small single-speaker English corpus spoken by eSpeak NG, in LJSpeech layout, built in seconds on a CPU.
+"""A small single-speaker English (or German) corpus spoken by eSpeak NG, in LJSpeech layout, built in seconds on a
+CPU.
 
     python -m scripts.data.synthetic_corpus --output-dir data/synthetic [--filelists-dir filelists]
         [--num-utterances 500] [--seed 1234] [--voice en-us] [--rate 175] [--sampling-rate 16000 --manifest]
@@ -21,6 +22,9 @@ The sentences come from a seeded generator and carry what the text front-end mus
 training exercises the cleaners; eSpeak speaks the spelled-out form, worded as english_cleaners words it
 ("$4.50" -> "four dollars, fifty cents", "St." -> "saint"), so audio and cleaned text say the same thing.
 The same seed gives the same bytes in every file.
+
+A German voice (--voice de, or de-...) speaks German sentences instead (scripts/data/sentences_de.py), their numbers
+left for eSpeak to read, for training with the phoneme front-end (`--text-cleaners espeak_ipa --language de`).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ import inflect
 import numpy as np
 import soundfile
 
+from scripts.data import sentences_de
 from scripts.data.espeak import SAMPLING_RATE as ESPEAK_SAMPLING_RATE, synthesize
 from scripts.data.librispeech import (LIBRISPEECH_LETTERS, librispeech_words, write_labels, write_letter_dictionary,
                                       write_manifest)
@@ -201,15 +206,26 @@ def _capitalise_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def make_sentence(rng: random.Random) -> Sentence:
-    template = rng.choice(_TEMPLATES)
+# Sentence language -> (templates, slots); the English ones unless the voice's language has its own.
+_SENTENCE_SETS = {"en": (_TEMPLATES, _SLOTS), "de": (sentences_de.TEMPLATES, sentences_de.SLOTS)}
+
+
+def sentence_language(voice: str) -> str:
+    """The language of the sentences a voice speaks: "de" for German voices (de, de-...), else "en"."""
+    language = voice.split("-")[0].lower()
+    return language if language in _SENTENCE_SETS else "en"
+
+
+def make_sentence(rng: random.Random, language: str = "en") -> Sentence:
+    templates, slots = _SENTENCE_SETS[language]
+    template = rng.choice(templates)
     written, spoken = [], []
     position = 0
     for match in _SLOT_PATTERN.finditer(template):
         literal = template[position:match.start()]
         written.append(literal)
         spoken.append(literal)
-        slot_written, slot_spoken = _SLOTS[match.group(1)](rng)
+        slot_written, slot_spoken = slots[match.group(1)](rng)
         written.append(slot_written)
         spoken.append(slot_spoken)
         position = match.end()
@@ -218,8 +234,8 @@ def make_sentence(rng: random.Random) -> Sentence:
     return Sentence(_capitalise_first("".join(written)), _capitalise_first("".join(spoken)))
 
 
-def make_sentences(count: int, seed: int) -> list[Sentence]:
-    """`count` sentences from the seeded generator, without repeats."""
+def make_sentences(count: int, seed: int, language: str = "en") -> list[Sentence]:
+    """`count` sentences from the seeded generator of `language` (sentence_language), without repeats."""
     rng = random.Random(seed)
     sentences, seen = [], set()
     attempts = 0
@@ -227,7 +243,7 @@ def make_sentences(count: int, seed: int) -> list[Sentence]:
         attempts += 1
         if attempts > 100 * count + 1000:
             raise RuntimeError(f"could not generate {count} distinct sentences")
-        sentence = make_sentence(rng)
+        sentence = make_sentence(rng, language)
         if sentence.written not in seen:
             seen.add(sentence.written)
             sentences.append(sentence)
@@ -312,7 +328,7 @@ def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utteranc
     wav_dir = output_dir / "wavs"
     wav_dir.mkdir(parents=True, exist_ok=True)
 
-    sentences = make_sentences(num_utterances, seed)
+    sentences = make_sentences(num_utterances, seed, sentence_language(voice))
     durations, num_samples = [], {}
     metadata_lines = []
     for index, sentence in enumerate(sentences):
@@ -359,7 +375,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--filelists-dir", default="filelists", help="where the train/val/test filelists go")
     parser.add_argument("--num-utterances", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1234, help="same seed, same corpus (byte for byte)")
-    parser.add_argument("--voice", default="en-us", help="eSpeak NG voice name")
+    parser.add_argument("--voice", default="en-us",
+                        help="eSpeak NG voice name; a German one (de) speaks German sentences, any other English ones")
     parser.add_argument("--rate", type=int, default=175, help="speaking rate in words per minute (80 to 450)")
     parser.add_argument("--sampling-rate", type=int, default=ESPEAK_SAMPLING_RATE,
                         help="write the wavs at this rate (eSpeak speaks at 22050 Hz; wav2vec 2.0 wants 16000)")

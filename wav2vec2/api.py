@@ -25,6 +25,7 @@ from common.audio import load_wav, resample_audio
 from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.inference_args import autocast
+from common.quantization import check_quantize, quantize_int8
 from wav2vec2 import checkpoints
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -138,13 +139,18 @@ class Recognizer:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
-                        flag: str | None = None) -> "Recognizer":
+                        flag: str | None = None, quantize: str = "none", compile: bool = False) -> "Recognizer":
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), an HF Wav2Vec2ForCTC folder, or a URL whose
         file name carries its sha256 prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16
         (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary. flag: the command-line option
-        that gave the path, for messages."""
+        that gave the path, for messages. quantize: "int8" for int8 linear layers (CPU only, common/quantization.py).
+        compile: torch.compile the model (its first batch of each new length pays the compile time)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
+        if check_quantize(quantize, device):
+            quantize_int8(model, {torch.nn.Linear})
+        if compile:
+            model.compile()
         return cls(model, dictionary, device, api_dtype(precision), batch_size)
 
     @property

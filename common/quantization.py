@@ -54,3 +54,21 @@ def quantize_int8(model: nn.Module, layer_types: set[type[nn.Module]]) -> nn.Mod
         from torch.ao.quantization import quantize_dynamic
 
         return quantize_dynamic(model, layer_types, dtype=torch.qint8, inplace=True)
+
+
+def pack_int8_linear(weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.ScriptObject:
+    """A (out, in) weight as int8, one symmetric scale per output row (max |row| / 127), prepacked with its bias
+    for int8_linear: for products that are not an nn.Linear (Tacotron 2's merged fast-decoder weights)."""
+    weight = weight.detach().float()
+    scales = (weight.abs().amax(dim=1) / 127).clamp_min(torch.finfo(torch.float32).tiny).double()
+    with warnings.catch_warnings():  # quantized tensors are deprecated with torch.ao: see the module's docstring
+        warnings.filterwarnings("ignore", message=".*quantize_per.*")
+        int8 = torch.quantize_per_channel(weight, scales, torch.zeros_like(scales, dtype=torch.long), 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(int8, None if bias is None else bias.detach().float())
+
+
+def int8_linear(x: torch.Tensor, packed: torch.ScriptObject, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear for a weight packed by pack_int8_linear (its bias is inside: `bias` is ignored). The activations
+    are quantized per call over 7 bits, as torch.ao's dynamic Linear does (the x86 kernels' 16-bit sums must not
+    saturate)."""
+    return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=True)

@@ -46,8 +46,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
                        help="the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
                             "fast_inference_step); --compile implies it")
-    add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers (the reference decoder step; not with "
-                            "--fast-decoder, --compile or --torchscript)")
+    add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers, and with --fast-decoder its merged products "
+                            "(not with --compile or --torchscript)")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
     group.add_argument("--max-decoder-steps", type=int, default=None, help="default: the checkpoint's")
     group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")

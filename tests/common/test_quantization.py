@@ -9,10 +9,10 @@ from torch.ao.nn.quantized import dynamic
 
 import inference
 from common.errors import UserError
-from common.quantization import check_quantize, quantize_int8
+from common.quantization import check_quantize, int8_linear, pack_int8_linear
 from scripts.benchmark_pipeline import hold_gate_shut, random_checkpoint
 from scripts.wav2vec2.benchmark_wav2vec2 import save_random_ctc_checkpoint, write_batch_inputs
-from tacotron2.api import TACOTRON2_INT8_LAYERS, Synthesizer
+from tacotron2.api import Synthesizer, quantize_tacotron2
 from tacotron2.model import max_steps_warnings_silenced
 from tests.tacotron2.tiny_tacotron2 import padded_text, tiny_model
 from wav2vec2.api import Recognizer
@@ -28,10 +28,14 @@ def assert_close_to_fp32(int8: torch.Tensor, fp32: torch.Tensor) -> None:
     assert 0 < difference <= TOLERANCE * spread, (difference, spread)  # 0: nothing was quantized
 
 
-def test_tacotron2_int8_mel_is_close_to_fp32_and_its_lstms_and_linears_are_int8():
+@pytest.mark.parametrize("fast_decoder", [False, True])
+def test_tacotron2_int8_mel_is_close_to_fp32_and_its_lstms_and_linears_are_int8(fast_decoder):
     model = tiny_model().eval()
     hold_gate_shut(model)
-    quantized = quantize_int8(copy.deepcopy(model), TACOTRON2_INT8_LAYERS)
+    quantized = copy.deepcopy(model)
+    quantize_tacotron2(quantized, fast_decoder)
+    assert quantized.decoder.fast == fast_decoder
+    assert (quantized.decoder.int8_step_weights is not None) == fast_decoder
     quantized_types = {type(module) for module in quantized.modules()}
     assert {dynamic.LSTM, dynamic.LSTMCell, dynamic.Linear} <= quantized_types
     assert not quantized_types & {torch.nn.LSTM, torch.nn.LSTMCell, torch.nn.Linear}
@@ -55,18 +59,26 @@ def synthesizer_args(tmp_path, checkpoint, *extra: str):
                                                 "--max-decoder-steps", "8", *extra])
 
 
-def test_inference_quantize_int8_synthesizes_a_mel_close_to_fp32s(tmp_path, tacotron2_checkpoint):
-    mels = [Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, *flags)).synthesize_batch(["Hello."], ["line 1"], seed=0,
-                                                                              warn_max_steps=False)["mel"]
-            for flags in (["--no-torchscript"], ["--quantize", "int8"])]  # int8 runs without TorchScript
+@pytest.mark.parametrize("decoder", [[], ["--fast-decoder"]])
+def test_inference_quantize_int8_synthesizes_a_mel_close_to_fp32s(tmp_path, tacotron2_checkpoint, decoder):
+    mels = [Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, *flags)).synthesize_batch(
+                ["Hello."], ["line 1"], seed=0, warn_max_steps=False)["mel"]
+            for flags in (["--no-torchscript"], ["--quantize", "int8", *decoder])]  # int8 runs without TorchScript
     assert_close_to_fp32(mels[1], mels[0])
 
 
-@pytest.mark.parametrize("flag", ["--fast-decoder", "--compile", "--torchscript"])
-def test_inference_quantize_int8_is_refused_with_the_fast_decoder_and_torchscript(tmp_path, tacotron2_checkpoint,
-                                                                                   flag):
-    with pytest.raises(UserError, match=f"--quantize int8 .* cannot be combined with {flag}"):
+@pytest.mark.parametrize("flag", ["--compile", "--torchscript"])
+def test_inference_quantize_int8_is_refused_with_compile_and_torchscript(tmp_path, tacotron2_checkpoint, flag):
+    with pytest.raises(UserError, match=f"--quantize int8 runs eagerly; it cannot be combined with {flag}"):
         Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", flag))
+
+
+def test_an_int8_packed_product_is_close_to_the_float_one():
+    generator = torch.Generator().manual_seed(0)
+    weight, bias = torch.randn(64, 48, generator=generator), torch.randn(64, generator=generator)
+    x = torch.randn(3, 48, generator=generator)
+    exact = torch.nn.functional.linear(x, weight, bias)
+    assert_close_to_fp32(int8_linear(x, pack_int8_linear(weight, bias)), exact)
 
 
 def test_quantize_is_refused_on_a_gpu_in_one_line():

@@ -32,8 +32,10 @@ def add_quantize_arg(group: argparse._ArgumentGroup, layers: str) -> None:
                             "equal to, float32's: docs/benchmarks.md). Default none")
 
 
-def check_quantize(quantize: str | None, device: torch.device, flag: str = "--quantize") -> bool:
-    """Whether to quantize: `quantize` is None/'none' or 'int8'; int8 is refused on a GPU (no kernels there)."""
+def check_quantize(quantize: str | None, device: torch.device, dtype: torch.dtype = torch.float32,
+                   flag: str = "--quantize") -> bool:
+    """Whether to quantize: `quantize` is None/'none' or 'int8'; int8 is refused on a GPU (no kernels there) and
+    with --bf16/--amp (the int8 kernels take and give float32)."""
     if quantize in (None, "none"):
         return False
     if quantize not in QUANTIZE_CHOICES:
@@ -41,6 +43,9 @@ def check_quantize(quantize: str | None, device: torch.device, flag: str = "--qu
     if device.type != "cpu":
         raise UserError(f"{flag} int8 runs on the CPU only (dynamic quantization has no {device.type} kernels): "
                         "add --cpu, or drop the flag")
+    if dtype != torch.float32:
+        raise UserError(f"{flag} int8 computes between float32 activations; it cannot be combined with "
+                        f"{'--bf16' if dtype == torch.bfloat16 else '--amp'}: drop one of them")
     return True
 
 

@@ -122,9 +122,9 @@ class Synthesizer:
         if fast and args.torchscript:
             raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
                             f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
-        quantized = check_quantize(getattr(args, "quantize", None), self.device)
+        quantized = check_quantize(getattr(args, "quantize", None), self.device, self.dtype)
         if quantized and (args.compile or args.torchscript):
-            raise UserError(f"--quantize int8 runs eagerly; it cannot be combined with "
+            raise UserError("--quantize int8 runs eagerly; it cannot be combined with "
                             f"{'--torchscript' if args.torchscript else '--compile'}: drop one of them")
         if args.compile:
             self.tacotron2.decoder.compile_step()

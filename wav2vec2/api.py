@@ -147,11 +147,12 @@ class Recognizer:
         compile: torch.compile the model (its first batch of each new length pays the compile time)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
-        if check_quantize(quantize, device):
+        dtype = api_dtype(precision)
+        if check_quantize(quantize, device, dtype):
             quantize_int8(model, {torch.nn.Linear})
         if compile:
             model.compile()
-        return cls(model, dictionary, device, api_dtype(precision), batch_size)
+        return cls(model, dictionary, device, dtype, batch_size)
 
     @property
     def labels(self) -> list[str]:

@@ -1,6 +1,6 @@
 """int8 dynamic quantization (common/quantization.py): Tacotron 2's (`inference.py --quantize int8`, the Synthesizer's
 quantize option) and wav2vec 2.0's (the Recognizer's) outputs stay close to float32's, the layers it covers are the
-int8 ones, and it is refused where it cannot run (a GPU, with the fast decoder)."""
+int8 ones, and it is refused where it cannot run (a GPU, bf16/fp16, --compile, TorchScript)."""
 import copy
 
 import pytest
@@ -88,6 +88,15 @@ def test_quantize_is_refused_on_a_gpu_in_one_line():
         check_quantize("int8", torch.device("cuda"))
     assert str(refused.value) == ("--quantize int8 runs on the CPU only (dynamic quantization has no cuda kernels): "
                                   "add --cpu, or drop the flag")
+
+
+def test_quantize_is_refused_with_bf16_and_fp16(tmp_path, tacotron2_checkpoint):
+    with pytest.raises(UserError, match="--quantize int8 computes between float32 activations; it cannot be "
+                                        "combined with --bf16: drop one of them"):
+        Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", "--bf16"))
+    save_random_ctc_checkpoint(tmp_path / "ctc.pt", "tiny", None)
+    with pytest.raises(UserError, match="cannot be combined with --amp"):
+        Recognizer.from_checkpoint(tmp_path / "ctc.pt", "cpu", "fp16", quantize="int8")
 
 
 def test_the_quantize_flag_is_tacotron2s_and_wav2vec2s_and_defaults_to_none():

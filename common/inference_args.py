@@ -52,7 +52,9 @@ def add_inference_args(parser: argparse.ArgumentParser) -> None:
                        help="print the resolved flags and exit without loading anything")
     group.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                        help="torch.compile the model's hot loops (Tacotron 2's decoder step, WaveGlow's coupling "
-                            "networks; tacotron2/RESULTS.md: what pays where). The first batch pays the compile time")
+                            "networks, the HiFi-GAN generator, the wav2vec 2.0 model; WaveNet runs its own kernels "
+                            "and compiles nothing; docs/benchmarks.md: what pays where). The first batch pays the "
+                            "compile time")
     group.add_argument("--quiet", action="store_true")
     add_compatibility_flags(parser, {"--cuda": dict(help="NVIDIA's switch to the GPU: a GPU is used here whenever "
                                                          "there is one (--cpu refuses it)")})

@@ -70,6 +70,14 @@ def build_model(config: dict) -> nn.Module:
     return HiFiGAN(**config)
 
 
+def compile_model(model: HiFiGAN, args: argparse.Namespace) -> None:
+    """--compile: the generator and both discriminators compiled in place (state-dict names unchanged). The EMA
+    generator, which only validation runs, stays eager. The discriminators compile twice, trainable and frozen
+    (train_step freezes them for the generator's phase)."""
+    for part in (model.generator, model.mpd, model.msd):
+        part.compile()
+
+
 # ---- the data ------------------------------------------------------------------------------------------------
 
 
@@ -289,6 +297,7 @@ RECIPE = Recipe(
     add_args=add_args,
     model_config=arg_parser.model_config,
     build_model=build_model,
+    compile_model=compile_model,
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,

@@ -236,6 +236,8 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
                                                          mel_convention=args.hifigan_mel_convention, flag=flag)
     if device.type == "cuda" and (args.amp or args.bf16):  # a whole-model cast is faster than autocast per op
         generator = generator.to(torch.float16 if args.amp else torch.bfloat16)
+    if args.compile:  # in place (state-dict names unchanged); each new mel length recompiles, then goes dynamic
+        generator.compile()
     input_convention = getattr(args, "input_mel_convention", None) or MEL_TACOTRON
     check_mel_convention(convention, input_convention, args.allow_mel_convention_mismatch,
                          describe_source(path, flag), "the mels given to it")

@@ -46,6 +46,7 @@ import inference
 from common.layers import remove_weight_norm
 from common.text import TextProcessor
 from scripts.benchmark_pipeline import hold_gate_shut, random_checkpoint
+from tacotron2.api import quantize_tacotron2
 from tacotron2.inference import Synthesizer
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import Tacotron2, max_steps_warnings_silenced
@@ -120,6 +121,8 @@ def tacotron2_for(path: str, sizes: Sizes, state_dict: dict | None = None) -> Ta
         model.decoder.fast = True
     elif path == "compiled":
         model.decoder.compile_step()
+    elif path in ("int8", "fast-int8"):  # --quantize int8 (with --fast-decoder): int8 LSTMs and linear layers
+        quantize_tacotron2(model, fast_decoder=path == "fast-int8")
     return model
 
 
@@ -167,12 +170,13 @@ def tacotron2_training(sizes: Sizes, precision: str, paths: list[str]) -> Target
 
 def tacotron2_inference(sizes: Sizes, precision: str, paths: list[str]) -> Target:
     torch.manual_seed(0)
-    state_dict = Tacotron2(**sizes.tacotron2).state_dict()
+    reference = Tacotron2(**sizes.tacotron2)
+    hold_gate_shut(reference)  # in the weights every path loads (before the int8 path packs them)
+    state_dict = reference.state_dict()
     text, lengths = text_ids()
 
     def infer_with(model: Tacotron2, infer_precision: str = precision) -> Callable[[], torch.Tensor]:
         model.eval()
-        hold_gate_shut(model)
 
         def infer():
             with autocast_for(infer_precision), max_steps_warnings_silenced():
@@ -343,24 +347,29 @@ def profile(target: Target, rows: int = 15) -> None:
         print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
+def add_benchmark_args(parser: argparse.ArgumentParser, targets: tuple[str, ...]) -> None:
+    """The flags this benchmark shares with scripts/benchmark_cpu_targets.py."""
+    parser.add_argument("--targets", nargs="+", choices=targets, default=list(targets))
+    parser.add_argument("--quick", action="store_true", help="tiny models, 1 repeat: a smoke test, not a measurement")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed calls per path, the first included "
+                        "(default 2; 1 with --quick)")
+    parser.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                        help="bf16 rows: auto = only where the CPU has native bf16")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--profile", choices=targets, default=None,
+                        help="also print torch.profiler's top operations of one call per path of this target (fp32)")
+    parser.add_argument("--json", default=None, help="write the rows here")
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
-    parser.add_argument("--quick", action="store_true", help="tiny models, 1 repeat: a smoke test, not a measurement")
+    add_benchmark_args(parser, TARGETS)
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per path (default 5; 3 for text "
                         "to wav; 1 with --quick)")
-    parser.add_argument("--warmup", type=int, default=None, help="untimed calls per path, the first included "
-                        "(default 2; 1 with --quick)")
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                         help="also time the compiled path (default: on, off with --quick)")
-    parser.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
-                        help="bf16 rows: auto = only where the CPU has native bf16")
     parser.add_argument("--decoder-steps", type=int, default=None, help="text to wav's frames (default 600)")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument("--profile", choices=TARGETS, default=None,
-                        help="also print torch.profiler's top operations of one call per path of this target (fp32)")
-    parser.add_argument("--json", default=None, help="write the rows here")
     options = parser.parse_args(argv)
 
     if options.threads:

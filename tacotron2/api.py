@@ -26,6 +26,7 @@ from common.checkpoint import load_checkpoint, load_trained_model
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
 from common.layers import lengths_to_mask
+from common.quantization import check_quantize, quantize_int8
 from common.text import TextProcessor
 from common.vocoder import GRIFFIN_LIM, checkpoint_flag, load_vocoder, vocoder_family
 from tacotron2.alignment import alignment_health
@@ -37,6 +38,17 @@ from tacotron2.recipe import RECIPE
 _NOT_OPTIONS = {"model_name", "input", "output", "tacotron2", "vocoder", "vocoder_checkpoint", "cpu", "amp", "bf16",
                 "batch_size", "seed", "suffix", "log_file", "include_warmup", "benchmark_repeats", "quiet",
                 "save_alignments", "save_mels"}
+# What --quantize int8 makes int8: the encoder's and decoder's LSTMs, the prenet, attention and projections' linear
+# layers. The convolutions (encoder, location, postnet) stay float32.
+TACOTRON2_INT8_LAYERS = {torch.nn.LSTM, torch.nn.LSTMCell, torch.nn.Linear}
+
+
+def quantize_tacotron2(model: torch.nn.Module, fast_decoder: bool) -> None:
+    """--quantize int8 (CPU inference): TACOTRON2_INT8_LAYERS in int8; with the fast decoder, its merged products
+    in int8 too (Decoder.quantize_fast_step, before the layers it merges are replaced)."""
+    if fast_decoder:
+        model.decoder.quantize_fast_step()
+    quantize_int8(model.eval(), TACOTRON2_INT8_LAYERS)
 
 
 def pad_token_ids(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,11 +122,18 @@ class Synthesizer:
         if fast and args.torchscript:
             raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
                             f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
+        quantized = check_quantize(getattr(args, "quantize", None), self.device, self.dtype)
+        if quantized and (args.compile or args.torchscript):
+            raise UserError("--quantize int8 runs eagerly; it cannot be combined with "
+                            f"{'--torchscript' if args.torchscript else '--compile'}: drop one of them")
         if args.compile:
             self.tacotron2.decoder.compile_step()
         else:
             self.tacotron2.decoder.fast = args.fast_decoder
-        use_torchscript = args.torchscript if args.torchscript is not None else self.device.type == "cpu" and not fast
+        if quantized:
+            quantize_tacotron2(self.tacotron2, fast_decoder=args.fast_decoder)
+        use_torchscript = (args.torchscript if args.torchscript is not None
+                           else self.device.type == "cpu" and not fast and not quantized)
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
         self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
 
@@ -127,7 +146,8 @@ class Synthesizer:
         prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16. batch_size: utterances
         synthesized together. options: any other flag of `inference.py -m Tacotron2` by its Python name, e.g.
         sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000,
-        torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60."""
+        torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60, quantize="int8"
+        (CPU only: common/quantization.py)."""
         import inference  # the repository root's command line: its parser's defaults are the defaults here
 
         device, dtype = api_device(device), api_dtype(precision)

@@ -29,6 +29,7 @@ from common.filelist import read_text_file
 from common.inference_args import RefusedFlag, benchmark, check_inference_args, open_run_logger, warm_up
 from common.inference_part import InferencePart
 from common.logger import plot_to_image
+from common.quantization import add_quantize_arg
 from common.vocoder import add_vocoder_args
 from tacotron2.api import Synthesizer
 from tacotron2.recipe import RECIPE
@@ -45,6 +46,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
                        help="the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
                             "fast_inference_step); --compile implies it")
+    add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers, and with --fast-decoder its merged products "
+                            "(not with --compile or --torchscript)")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
     group.add_argument("--max-decoder-steps", type=int, default=None, help="default: the checkpoint's")
     group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")

@@ -36,6 +36,7 @@ mel_lengths are one larger (the gate convention above). With padding theirs diff
 utterances, where their convolutions read the padding.
 """
 
+import functools
 import inspect
 import logging
 import math
@@ -203,19 +204,20 @@ class FastStepWeights(NamedTuple):
 
 def fast_inference_step(prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
                         padding: Tensor, weights: FastStepWeights, location_kernel_size: int, n_frames_per_step: int,
-                        n_mel_channels: int) -> Tuple[Tensor, Tensor, DecoderState]:
+                        n_mel_channels: int, linear=F.linear) -> Tuple[Tensor, Tensor, DecoderState]:
     """Decoder.step at inference (no attention or decoder dropout), equal to rounding: each LSTM's two products
-    are one, the frames' and the gate's projections are one."""
+    are one, the frames' and the gate's projections are one. `linear` computes those three merged products
+    (common/quantization.py's int8_linear for Decoder.quantize_fast_step's int8 weights)."""
     attention_hidden, attention_cell = lstm_cell(
-        F.linear(torch.cat([prenet_output, state.attention_context, state.attention_hidden], dim=1),
-                 weights.attention_lstm, weights.attention_lstm_bias), state.attention_cell)
+        linear(torch.cat([prenet_output, state.attention_context, state.attention_hidden], dim=1),
+               weights.attention_lstm, weights.attention_lstm_bias), state.attention_cell)
     context, attention_weights = location_sensitive_attention(
         attention_hidden, torch.stack([state.attention_weights, state.attention_weights_cum], dim=1), weights.query,
         weights.location, location_kernel_size, weights.energy, processed_memory, memory, padding)
     decoder_hidden, decoder_cell = lstm_cell(
-        F.linear(torch.cat([attention_hidden, context, state.decoder_hidden], dim=1), weights.decoder_lstm,
-                 weights.decoder_lstm_bias), state.decoder_cell)
-    output = F.linear(torch.cat([decoder_hidden, context], dim=1), weights.projection, weights.projection_bias)
+        linear(torch.cat([attention_hidden, context, state.decoder_hidden], dim=1), weights.decoder_lstm,
+               weights.decoder_lstm_bias), state.decoder_cell)
+    output = linear(torch.cat([decoder_hidden, context], dim=1), weights.projection, weights.projection_bias)
     frames = output[:, :-1].reshape(-1, n_frames_per_step, n_mel_channels)
     state = DecoderState(attention_hidden, attention_cell, decoder_hidden, decoder_cell, attention_weights,
                          state.attention_weights_cum + attention_weights, context)
@@ -333,6 +335,7 @@ class Decoder(nn.Module):
         # computation rearranged, see forward_fast and fast_step). A run-time choice: not in the model's config.
         self.fast = False
         self.step_functions = EAGER_STEP_FUNCTIONS
+        self.int8_step_weights = None  # quantize_fast_step's packed weights, which the fast step then reads
         # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
         # up to this many - 1 steps are decoded past the last stop and cut off.
         self.accelerator_stop_check_interval = 16
@@ -342,6 +345,23 @@ class Decoder(nn.Module):
         compiled functions, so compiled and eager runs draw the same masks."""
         self.fast = True
         self.step_functions = DecoderStepFunctions(*(torch.compile(function) for function in EAGER_STEP_FUNCTIONS))
+
+    @torch.jit.unused
+    def quantize_fast_step(self) -> None:
+        """Use the fast decoder with its three merged products (the two LSTMs', the projections') in int8, one scale
+        per output row (`inference.py --fast-decoder --quantize int8`, CPU only). The weights are merged and packed
+        once, here, and the fast step reads only these from now on: call it after loading the weights, for
+        inference."""
+        from common.quantization import int8_linear, pack_int8_linear
+
+        weights = self.fast_step_weights()
+        self.int8_step_weights = weights._replace(
+            attention_lstm=pack_int8_linear(weights.attention_lstm, weights.attention_lstm_bias),
+            decoder_lstm=pack_int8_linear(weights.decoder_lstm, weights.decoder_lstm_bias),
+            projection=pack_int8_linear(weights.projection, weights.projection_bias))
+        self.step_functions = EAGER_STEP_FUNCTIONS._replace(
+            inference_step=functools.partial(fast_inference_step, linear=int8_linear))
+        self.fast = True
 
     def initial_state(self, memory: Tensor) -> DecoderState:
         batch, text_length = memory.size(0), memory.size(1)
@@ -462,7 +482,10 @@ class Decoder(nn.Module):
 
     @torch.jit.unused
     def fast_step_weights(self) -> FastStepWeights:
-        """The weights fast_step reads, merged once per inference call (a few milliseconds for NVIDIA's size)."""
+        """The weights fast_step reads, merged once per inference call (a few milliseconds for NVIDIA's size), or
+        once for all by quantize_fast_step."""
+        if self.int8_step_weights is not None:
+            return self.int8_step_weights
         attention_rnn, decoder_rnn, attention = self.attention_rnn, self.decoder_rnn, self.attention_layer
         return FastStepWeights(
             attention_lstm=torch.cat([attention_rnn.weight_ih, attention_rnn.weight_hh], dim=1),

@@ -26,6 +26,7 @@ from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.exported_weights import is_exported_folder, read_exported
 from common.inference_args import autocast
+from common.quantization import check_quantize, quantize_int8
 from wav2vec2 import checkpoints
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -144,14 +145,21 @@ class Recognizer:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
-                        flag: str | None = None) -> "Recognizer":
+                        flag: str | None = None, quantize: str = "none", compile: bool = False) -> "Recognizer":
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
         folder, or a URL whose file name carries its sha256 prefix. device: default the GPU if there is one.
         precision: fp32, fp16 or bf16 (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary.
-        flag: the command-line option that gave the path, for messages."""
+        flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers (CPU
+        only, common/quantization.py). compile: torch.compile the model (its first batch of each new length pays the
+        compile time)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
-        return cls(model, dictionary, device, api_dtype(precision), batch_size)
+        dtype = api_dtype(precision)
+        if check_quantize(quantize, device, dtype):
+            quantize_int8(model, {torch.nn.Linear})
+        if compile:
+            model.compile()
+        return cls(model, dictionary, device, dtype, batch_size)
 
     @property
     def labels(self) -> list[str]:

@@ -40,6 +40,7 @@ from common.errors import UserError, UserFileNotFoundError
 from common.inference_args import (RefusedFlag, Stopwatch, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
+from common.quantization import add_quantize_arg
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
@@ -56,6 +57,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-i", "--input", nargs="+", required=True,
                        help="a manifest (.tsv: root line, then path<TAB>samples) or audio files")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
+    add_quantize_arg(group, "the transformer's and projections' linear layers")
     group.add_argument("--labels-path", default=None,
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")
@@ -218,7 +220,7 @@ def run(args: argparse.Namespace) -> None:
     device, dtype = inference_device(args), inference_dtype(args)
     torch.manual_seed(args.seed)
     recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
-                                            flag="--checkpoint")
+                                            flag="--checkpoint", quantize=args.quantize, compile=args.compile)
     decoder = decoder_from_args(args, recognizer)
     sampling_rate = SAMPLING_RATE
     utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"])

@@ -37,7 +37,8 @@ from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
 from wav2vec2.loss_function import ctc_loss, pretraining_loss
 from wav2vec2.masking import conv_output_lengths
-from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model, model_config_from, parse_conv_feature_layers
+from wav2vec2.model import (ConvFeatureExtractor, TransformerLayer, Wav2Vec2CTC, Wav2Vec2Model, model_config_from,
+                            parse_conv_feature_layers)
 
 
 
@@ -227,12 +228,22 @@ def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
     return {"val_wer": rates["wer"], "val_cer": rates["cer"]}
 
 
+def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
+    """--compile: the convolutional feature extractor and each transformer layer compiled in place (state-dict
+    names unchanged). Layer by layer, so that LayerDrop's draw stays outside the compiled code; the layers share one
+    compiled graph, and batch lengths that vary make it dynamic after the first recompile."""
+    for module in model.modules():
+        if isinstance(module, (ConvFeatureExtractor, TransformerLayer)):
+            module.compile()
+
+
 RECIPE = Recipe(
     name=MODEL_NAME,
     items_unit="frames",
     add_args=add_args,
     model_config=model_config,
     build_model=build_model,
+    compile_model=compile_model,
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,

@@ -1,0 +1,45 @@
+"""scripts/benchmark_cpu_targets (tiny models only: a smoke test of the script and its bookkeeping, not a
+measurement): every issue-24 target's eager path beside its fast paths, with the ratio, the GFLOP/s against the
+measured peak, and a verdict against the ratio wanted."""
+import json
+
+import pytest
+
+from scripts import benchmark_cpu_targets
+
+
+def test_quick_run_prints_every_target_with_its_ratio_and_verdict(tmp_path, capsys):
+    rows = benchmark_cpu_targets.main(["--quick", "--no-compile", "--bf16", "off", "--threads", "1",
+                                       "--json", str(tmp_path / "rows.json"), "--profile", "hifigan-infer"])
+    printed = capsys.readouterr().out
+    paths = {"tacotron2-infer": ["eager", "fast", "int8", "fast-int8"], "hifigan-infer": ["eager"],
+             "wav2vec2-infer": ["eager", "int8"], "hifigan-train": ["eager"], "wav2vec2-pretrain": ["eager"],
+             "waveglow-infer": ["eager", "fast"]}
+    assert [(row["target"], row["path"]) for row in rows] == [
+        (target, path) for target in benchmark_cpu_targets.TARGETS for path in paths[target]]
+    saved = json.loads((tmp_path / "rows.json").read_text())
+    assert saved["rows"] == rows and saved["peak_gflops"] > 0
+    for row in rows:
+        eager = next(r for r in rows if r["target"] == row["target"] and r["path"] == "eager")
+        assert row["speedup"] == pytest.approx(eager["seconds_median"] / row["seconds_median"])
+        assert row["flops"] > 0
+        assert row["gflops_per_second"] == pytest.approx(row["flops"] / row["seconds_median"] / 1e9)
+        assert row["share_of_peak"] == pytest.approx(row["gflops_per_second"] / saved["peak_gflops"])
+        printed_row = next(line for line in printed.splitlines()
+                           if line.startswith(row["target"]) and f" {row['path']} " in line)
+        assert f"{row['speedup']:.2f}x" in printed_row
+    verdicts = saved["verdicts"]
+    assert len(verdicts) == len(benchmark_cpu_targets.TARGETS) and all(v in printed for v in verdicts)
+    assert verdicts[0].startswith("tacotron2-infer: best fast path ") and "wanted >= 2x" in verdicts[0]
+    assert verdicts[3] == "hifigan-train: no fast path timed"  # --no-compile leaves training only eager
+    assert verdicts[-1].startswith("waveglow-infer: best ") and "of the" in verdicts[-1]
+    assert "fp32 matrix-product peak" in printed and "native bf16:" in printed
+    assert "== profile: hifigan-infer fp32 eager" in printed and "Self CPU" in printed
+
+
+@pytest.mark.slow
+def test_the_compiled_path_reports_its_compile_time_apart(capsys):
+    rows = benchmark_cpu_targets.main(["--quick", "--threads", "1", "--bf16", "off", "--targets", "hifigan-infer"])
+    assert [row["path"] for row in rows] == ["eager", "compiled"]
+    assert rows[1]["compile_seconds"] > 0 and rows[1]["first_call_seconds"] > rows[1]["seconds_median"]
+    assert "compile " in capsys.readouterr().out

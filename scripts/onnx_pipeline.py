@@ -78,7 +78,7 @@ def write_quick_checkpoints(folder: Path, vocoder: str) -> dict[str, Path]:
     torch.manual_seed(0)
     audio_params = AudioParams().to_dict()
     text = TextProcessor()
-    paths = {"tacotron2": folder / "tacotron2.pt", vocoder: folder / f"{vocoder}.pt", "wav2vec2": folder / "wav2vec2.pt"}
+    paths = {name: folder / f"{name}.pt" for name in ("tacotron2", vocoder, "wav2vec2")}
     tacotron2_config = {**QUICK_TACOTRON2, "n_symbols": text.n_symbols}
     save_checkpoint({"model_name": "Tacotron2", "model_config": tacotron2_config,
                      "state_dict": Tacotron2(**tacotron2_config).state_dict(), "audio_params": audio_params,

@@ -3,11 +3,16 @@ in onnxruntime with numpy alone (OnnxTacotron2).
 
     python -m scripts.export_onnx -m Tacotron2 --checkpoint T.pt -o FOLDER
 
-| file | inputs | outputs |
-| --- | --- | --- |
-| tacotron2_encoder.onnx | text (B, T_in) int64 symbol ids, zero-padded; text_lengths (B,) int64 | memory (B, T_in, encoder_embedding_dim), zero past each length; processed_memory (B, T_in, attention_dim): the attention's projection of the memory, made once per utterance |
-| tacotron2_decoder_step.onnx | frame (B, n_mel): the last frame of the previous step (zeros at the first); prenet_keep_masks (2, 1, prenet_dim) bool: the prenet's dropout, one mask per step for the batch; the seven DecoderState tensors by their names (zeros at the first step); memory; processed_memory; padding (B, T_in) bool, True past each length | frames (B, r, n_mel); gate (B,): the stop logit; the new state as next_<name>; next_attention_weights (B, T_in) is the step's alignment |
-| tacotron2_postnet.onnx | mel (B, n_mel, T); mel_lengths (B,) int64 | mel_postnet (B, n_mel, T): mel + the postnet's residual, zero past each length |
+tacotron2_encoder.onnx: text (B, T_in) int64 symbol ids, zero-padded, and text_lengths (B,) int64 -> memory
+    (B, T_in, encoder_embedding_dim), zero past each length, and processed_memory (B, T_in, attention_dim): the
+    attention's projection of the memory, made once per utterance.
+tacotron2_decoder_step.onnx: frame (B, n_mel), the last frame of the previous step (zeros at the first);
+    prenet_keep_masks (2, 1, prenet_dim) bool, the prenet's dropout, one mask per step for the batch; the seven
+    DecoderState tensors by their names (zeros at the first step); memory; processed_memory; padding (B, T_in) bool,
+    True past each length -> frames (B, r, n_mel); gate (B,), the stop logit; the new state as next_<name>
+    (next_attention_weights (B, T_in) is the step's alignment).
+tacotron2_postnet.onnx: mel (B, n_mel, T) and mel_lengths (B,) int64 -> mel_postnet (B, n_mel, T): mel + the
+    postnet's residual, zero past each length.
 
 Batch, text length and mel frames are dynamic. The step is the fast decoder's inference step (fast_inference_step,
 equal to Decoder.step to rounding) with its merged weights. The prenet's always-on dropout takes its masks as an input,

@@ -7,8 +7,8 @@ trained so: Wav2Vec2Config.normalize, the data side's job as in PyTorch); paddin
 each utterance's end (all False for one utterance). Outputs: logits (B, frames, labels), the CTC head's scores, blank
 (index 0) with certainty on padded frames (so they decode to nothing); frame_padding_mask (B, frames) bool. Batch and
 samples are dynamic; frames follow from the convolution stack. The opset is the newest torch's exporter converts
-to itself (25 with onnxscript 0.7), not onnx's newest: see export below. The model is padding-aware, so an utterance in a
-padded batch gets what it gets alone, in the file as in PyTorch.
+to itself (25 with onnxscript 0.7), not onnx's newest: see export below. The model is padding-aware, so an
+utterance in a padded batch gets what it gets alone, in the file as in PyTorch.
 """
 from __future__ import annotations
 

@@ -10,11 +10,8 @@ from common.checkpoint import save_checkpoint
 from common.errors import UserError
 from scripts import export_onnx
 from tacotron2 import export
+from tests.onnx_files import onnx, opset_of, shapes_of
 from tests.tacotron2.tiny_tacotron2 import TINY, padded_text, tiny_model
-
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("onnxscript")
 
 CONFIG = {**TINY, "n_frames_per_step": 2}
 
@@ -45,11 +42,8 @@ def test_three_files_at_the_newest_opset_with_dynamic_batch_and_lengths(exported
     assert all(difference < 1e-4 for difference in differences.values()), differences
     dynamic = {}
     for name in export.FILES:
-        model = onnx.load(str(folder / name))
-        assert [entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")] == [
-            onnx.defs.onnx_opset_version()]
-        for value in list(model.graph.input) + list(model.graph.output):
-            dynamic[value.name] = [dim.dim_param or dim.dim_value for dim in value.type.tensor_type.shape.dim]
+        assert opset_of(folder / name) == onnx.defs.onnx_opset_version()
+        dynamic.update(shapes_of(folder / name))
     assert dynamic["text"] == ["batch", "text_length"]
     assert dynamic["memory"] == ["batch", "text_length", 32]  # the LSTM's length stays symbolic
     assert dynamic["prenet_keep_masks"] == [2, 1, 16]

@@ -6,13 +6,12 @@ import torch
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from scripts import export_onnx
+from tests.onnx_files import onnx, opset_of, shapes_of
 from tests.waveglow.tiny_waveglow import TINY, tiny_model
 from waveglow import export
 from waveglow.vocoder import load_waveglow
 
-onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnxscript")
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +28,9 @@ def exported(tmp_path_factory):
 def test_one_file_at_the_newest_opset_with_dynamic_batch_and_frames(exported):
     folder, differences, _ = exported
     assert list(differences) == [export.WAVEGLOW_FILE] and differences[export.WAVEGLOW_FILE] < 1e-4
-    model = onnx.load(str(folder / export.WAVEGLOW_FILE))
-    assert [entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")] == [
-        onnx.defs.onnx_opset_version()]
-    shapes = {value.name: [dim.dim_param or dim.dim_value for dim in value.type.tensor_type.shape.dim]
-              for value in list(model.graph.input) + list(model.graph.output)}
-    assert shapes == {"mel": ["batch", 8, "frames"], "z": ["batch", 8, "32*frames"], "audio": ["batch", "256*frames"]}
+    assert opset_of(folder / export.WAVEGLOW_FILE) == onnx.defs.onnx_opset_version()
+    assert shapes_of(folder / export.WAVEGLOW_FILE) == {
+        "mel": ["batch", 8, "frames"], "z": ["batch", 8, "32*frames"], "audio": ["batch", "256*frames"]}
 
 
 @pytest.mark.parametrize("batch, frames, sigma", [(1, 5, 0.6), (2, 23, 1.0)])

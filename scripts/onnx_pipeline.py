@@ -130,7 +130,7 @@ class Report:
     def time(self, stage: str, audio_seconds: float, seconds: dict[str, float]) -> None:
         self.rows.append((stage, audio_seconds, seconds))
 
-    def print(self) -> bool:
+    def show(self) -> bool:
         print("onnxruntime against eager PyTorch on the same inputs:")
         for what, result, passed in self.checks:
             print(f"  {'ok' if passed else 'MISMATCH'}  {what}: {result}")
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> bool:
     audio, sampling_rate = text_to_wav(args, folder, threads, report)
     speech_to_text(args, folder, audio, sampling_rate, threads, report)
     print()
-    agreed = report.print()
+    agreed = report.show()
     if not agreed:
         print("error: onnxruntime and PyTorch disagree (MISMATCH above)", file=sys.stderr)
         sys.exit(1)

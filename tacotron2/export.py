@@ -222,6 +222,8 @@ class OnnxTacotron2:
     def infer(self, text: np.ndarray, text_lengths: np.ndarray, prenet_masks: np.ndarray, max_steps: int,
               gate_threshold: float = 0.5, early_stopping: bool = True) -> OnnxInference:
         text, text_lengths = np.asarray(text, dtype=np.int64), np.asarray(text_lengths, dtype=np.int64)
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if len(prenet_masks) < max_steps:
             raise ValueError(f"prenet_masks has {len(prenet_masks)} steps, fewer than max_steps={max_steps}")
         memory, processed_memory = self.encoder.run(None, {"text": text, "text_lengths": text_lengths})

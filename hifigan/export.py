@@ -6,7 +6,8 @@
 H is any file inference.py takes with --hifigan (ours, NVIDIA's, jik876's with --hifigan-config). The ONNX graph
 takes `mel` (batch, n_mel_channels, frames) and gives `audio` (batch, 1, frames * hop_length), with batch and frames
 dynamic; its opset is the newest the installed onnx package knows (--opset to choose). It is run with onnxruntime on
-two inputs of different batch sizes and lengths and must match PyTorch within 1e-4 (else the export fails). The
+two inputs of different batch sizes and lengths and must match PyTorch within 1e-4 (else the export fails;
+common/onnx_export.py, shared by every family's export). The
 TorchScript module is a trace: the generator has no data-dependent control flow, so one trace serves every batch size
 and length (checked the same way, within 1e-5). Load it with torch.jit.load(path)(mel).
 
@@ -18,14 +19,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from common.errors import UserError, exit_on_user_error
+from common.onnx_export import ONNX_TOLERANCE, export_and_check
 from hifigan.model import Generator
 from hifigan.vocoder import load_generator
 
-ONNX_TOLERANCE = 1e-4
 TORCHSCRIPT_TOLERANCE = 1e-5
 CHECK_SHAPES = ((1, 37), (3, 64))  # (batch, mel frames) of the two check inputs
 
@@ -37,40 +37,12 @@ def check_inputs(n_mel_channels: int, seed: int = 0) -> list[torch.Tensor]:
             for batch, frames in CHECK_SHAPES]
 
 
-def newest_onnx_opset() -> int:
-    import onnx
-
-    return onnx.defs.onnx_opset_version()
-
-
 def export_onnx(generator: Generator, path: str | Path, n_mel_channels: int, opset: int | None = None) -> float:
     """Write the ONNX file and return the largest difference from PyTorch over the check inputs."""
-    try:
-        import onnxruntime
-    except ImportError as error:
-        raise UserError("--onnx needs the onnx, onnxscript and onnxruntime packages: pip install onnx onnxscript "
-                        "onnxruntime") from error
-    opset = opset or newest_onnx_opset()
     example = torch.zeros(2, n_mel_channels, 16)
-    dynamic_shapes = {"mel": {0: torch.export.Dim("batch", max=1024), 2: torch.export.Dim("frames", min=2)}}
-    with torch.no_grad():
-        program = torch.onnx.export(generator, (example,), dynamo=True, opset_version=opset, input_names=["mel"],
-                                    output_names=["audio"], dynamic_shapes=dynamic_shapes, verbose=False)
-    program.save(str(path))
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    difference = 0.0
-    for mel in check_inputs(n_mel_channels):
-        with torch.no_grad():
-            expected = generator(mel).numpy()
-        (audio,) = session.run(["audio"], {"mel": mel.numpy()})
-        if audio.shape != expected.shape:
-            raise RuntimeError(f"ONNX export: output shape {audio.shape} for input {tuple(mel.shape)}, PyTorch gives "
-                               f"{expected.shape}")
-        difference = max(difference, float(np.abs(audio - expected).max()))
-    if difference > ONNX_TOLERANCE:
-        raise RuntimeError(f"ONNX export of {path}: onnxruntime differs from PyTorch by {difference:.2e} "
-                           f"(> {ONNX_TOLERANCE})")
-    return difference
+    dynamic_axes = {"mel": {0: torch.export.Dim("batch", max=1024), 2: torch.export.Dim("frames", min=2)}}
+    return export_and_check(generator, path, {"mel": example}, dynamic_axes, ["audio"],
+                            [{"mel": mel} for mel in check_inputs(n_mel_channels)], opset, ONNX_TOLERANCE, "--onnx")
 
 
 def export_torchscript(generator: Generator, path: str | Path, n_mel_channels: int) -> float:

@@ -73,14 +73,19 @@ class Encoder(nn.Module):
 
     def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
         """(B, in_dim, T_in) embeddings -> (B, T_in, embedding_dim) memory, zero past each length."""
-        valid = lengths_to_mask(lengths, x.size(2)).unsqueeze(1)
-        for layer in self.convolutions:
-            # Zeroed padding makes an utterance's encoding independent of how much padding its batch adds.
-            x = F.dropout(F.relu(layer(x * valid)), self.dropout, self.training)
+        x = self.convolve(x, lengths)
         packed = pack_padded_sequence(x.transpose(1, 2), lengths.cpu(), batch_first=True, enforce_sorted=False)
         memory, _ = self.lstm(packed)
         memory, _ = pad_packed_sequence(memory, batch_first=True, total_length=x.size(2))
         return memory
+
+    def convolve(self, x: Tensor, lengths: Tensor) -> Tensor:
+        """The convolutions: (B, in_dim, T_in) -> (B, embedding_dim, T_in), what the LSTM reads."""
+        valid = lengths_to_mask(lengths, x.size(2)).unsqueeze(1)
+        for layer in self.convolutions:
+            # Zeroed padding makes an utterance's encoding independent of how much padding its batch adds.
+            x = F.dropout(F.relu(layer(x * valid)), self.dropout, self.training)
+        return x
 
 
 class Prenet(nn.Module):

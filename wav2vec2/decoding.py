@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 import jiwer
+import numpy as np
 import torch
 
 from common.errors import UserError, UserFileNotFoundError
@@ -21,14 +22,20 @@ DEFAULT_WORD_SCORE = 1.5
 
 def greedy_ctc_decode(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None) -> list[list[int]]:
     """Best label per frame, repeats merged, blanks (index 0) dropped: one list of label ids per utterance."""
-    best = logits.argmax(-1).cpu()
+    best = logits.argmax(-1).cpu().numpy()
     lengths = ([best.shape[1]] * best.shape[0] if frame_padding_mask is None
                else (~frame_padding_mask).sum(-1).tolist())
-    decoded = []
-    for row, length in zip(best, lengths):
-        row = torch.unique_consecutive(row[:length])
-        decoded.append(row[row != 0].tolist())
-    return decoded
+    return [collapse_ctc_labels(row[:length]) for row, length in zip(best, lengths)]
+
+
+def collapse_ctc_labels(best: np.ndarray) -> list[int]:
+    """One utterance's best label per frame (numpy, valid frames only) -> its label ids: repeats merged, blanks
+    (index 0) dropped. Also what the onnxruntime pipeline decodes with (scripts/onnx_pipeline.py)."""
+    best = np.asarray(best)
+    first_of_run = np.ones(best.shape, dtype=bool)
+    first_of_run[1:] = best[1:] != best[:-1]
+    labels = best[first_of_run]
+    return labels[labels != 0].tolist()
 
 
 def error_counts(references: list[str], hypotheses: list[str]) -> dict[str, float]:

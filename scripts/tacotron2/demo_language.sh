@@ -20,21 +20,9 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 die() { echo "demo_language.sh: error: $*" >&2; exit 2; }
 
-stage=1
-stop_stage=4
-train_flags=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --stage|--stop-stage)
-            [ $# -ge 2 ] || die "$1 needs a value"
-            [[ "$2" =~ ^[1-4]$ ]] || die "$1 takes a stage from 1 to 4, got '$2'"
-            if [ "$1" = --stage ]; then stage=$2; else stop_stage=$2; fi
-            shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) train_flags+=("$1"); shift ;;
-    esac
-done
-runs() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+source scripts/stage_flags.sh
+read_stage_flags 1 4 "$@"
 
 VOICE=${VOICE:-de}
 QUICK=${QUICK:-0}

@@ -29,20 +29,8 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 die() { echo "warm_start_experiment.sh: error: $*" >&2; exit 2; }
 
-stage=0
-stop_stage=4
-train_flags=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --stage|--stop-stage)
-            [ $# -ge 2 ] || die "$1 needs a value"
-            [[ "$2" =~ ^[0-9]+$ ]] || die "$1 takes a whole number, got '$2'"
-            if [ "$1" = --stage ]; then stage=$2; else stop_stage=$2; fi
-            shift 2 ;;
-        *) train_flags+=("$1"); shift ;;
-    esac
-done
-runs() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+source scripts/stage_flags.sh
+read_stage_flags 0 4 "$@"
 
 VOICE=${VOICE:-en-us+f3}
 QUICK=${QUICK:-0}

@@ -303,6 +303,14 @@ def load_trained_model(recipe, path: str | Path, device: torch.device, published
         return model.to(device).eval(), checkpoint
     source = describe_source(path, flag)
     checkpoint = load_checkpoint(path, expected_model=recipe.name, flag=flag)
+    model, _ = model_from_checkpoint(recipe, checkpoint, source, published_config)
+    return model.to(device).eval(), checkpoint
+
+
+def model_from_checkpoint(recipe, checkpoint: dict, source: str, published_config: dict | None = None
+                          ) -> tuple[torch.nn.Module, dict]:
+    """(model with the checkpoint's weights, on the CPU, the config it was built from) from a checkpoint already
+    read: load_trained_model's work after reading the file (its docstring says where the config comes from)."""
     config = checkpoint.get("model_config")
     if config is None and isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None:
         try:
@@ -319,4 +327,4 @@ def load_trained_model(recipe, path: str | Path, device: torch.device, published
     state_dict = model_state_from_checkpoint(checkpoint, source)
     unfold_weight_norm_where_folded(model, state_dict)
     load_model_state(model, state_dict, source)
-    return model.to(device).eval(), checkpoint
+    return model, config

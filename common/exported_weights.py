@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from common.checkpoint import (describe_source, load_checkpoint, load_model_state, load_trained_model, replaced_whole,
-                               unfold_weight_norm_where_folded)
+from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_from_checkpoint,
+                               replaced_whole, unfold_weight_norm_where_folded)
 from common.errors import UserError, UserFileNotFoundError
 from common.registry import FAMILIES, get_recipe
 
@@ -78,14 +78,9 @@ def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str |
     name = _family_of(checkpoint, model_name, source)
     if name == "wav2vec2":
         return _metadata(path, name, checkpoint, *_wav2vec2_parts(path, flag, checkpoint))
-    recipe = get_recipe(name)
     # A file without a model config (NVIDIA's bare weights) is the family's default architecture, as the Python API
     # and torch.hub read it; the weights then load strictly or fail naming the keys that do not fit.
-    model, _ = load_trained_model(recipe, path, torch.device("cpu"), published_config={}, flag=flag)
-    config = checkpoint.get("model_config")
-    if config is None:  # NVIDIA's file: its config translated as load_trained_model did, else the defaults
-        has_reference = isinstance(checkpoint.get("config"), dict) and recipe.config_from_reference is not None
-        config = recipe.config_from_reference(checkpoint["config"]) if has_reference else {}
+    model, config = model_from_checkpoint(get_recipe(name), checkpoint, source, published_config={})
     return _metadata(path, name, checkpoint, config, model.state_dict(), checkpoint.get("text"),
                      checkpoint.get("audio_params"))
 

@@ -173,3 +173,14 @@ def test_multiproc_builds_a_torchrun_command(monkeypatch):
         "--standalone", "--nproc-per-node=3", "train.py", "-m", "WaveGlow"]
     with pytest.raises(SystemExit, match="usage"):
         multiproc.torchrun_arguments([])
+
+
+def test_multiproc_passes_a_failed_rank_s_exit_status_on_without_torchrun_s_traceback(tmp_path):
+    """A user's mistake under two ranks ends as it does in one process: its error line and exit status 2."""
+    env = {**os.environ, "NPROC_PER_NODE": "2", "OMP_NUM_THREADS": "1"}
+    completed = subprocess.run([sys.executable, "-m", "multiproc", "train.py", "-m", "Tacotron2", "-o",
+                                str(tmp_path / "out"), "-lr", "1e-3", "--no-such-flag"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert "unrecognized arguments: --no-such-flag" in completed.stderr
+    assert "Traceback" not in completed.stderr and "ChildFailedError" not in completed.stderr

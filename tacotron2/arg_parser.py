@@ -63,6 +63,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                       help="weight of the guided-attention loss (0: off; ~1-10 helps attention align sooner)")
     loss.add_argument("--guided-attn-sigma", type=positive_float, default=0.2,
                       help="width of the guided-attention diagonal band, as a fraction of the utterance")
+    loss.add_argument("--mel-loss", choices=["mse", "l1"], default="mse",
+                      help="the error of both mel terms: squared (NVIDIA's) or absolute")
     loss.add_argument("--loss-over-padding", action="store_true",
                       help="average the loss over padded positions too, as NVIDIA's code does")
 
@@ -75,4 +77,5 @@ def model_config(args: argparse.Namespace, **values) -> dict:
 def loss_config(args: argparse.Namespace) -> dict:
     """The Tacotron2Loss constructor keywords."""
     return {"guided_attn_weight": args.guided_attn_weight, "guided_attn_sigma": args.guided_attn_sigma,
-            "n_frames_per_step": args.n_frames_per_step, "mask_padding_in_loss": not args.loss_over_padding}
+            "n_frames_per_step": args.n_frames_per_step, "mask_padding_in_loss": not args.loss_over_padding,
+            "mel_loss": args.mel_loss}

@@ -7,6 +7,11 @@ padding included; with their --mask-padding the padded predictions are forced to
 padding adds ~0 to the sums but still counts in the denominators, and the loss depends on how a batch is padded.
 By default (mask_padding_in_loss=True) and whenever mel lengths are given, each term here is instead a mean over
 valid positions only. mask_padding_in_loss=False (flag --loss-over-padding) gives NVIDIA's numbers exactly.
+
+mel_loss="l1" (flag --mel-loss l1) takes the mean absolute error of both mel terms instead of the squared one. A log
+mel's squared error is dominated by a few large misses (a frame of silence at the spectrogram's floor predicted a
+frame early), which pulls a model that is still learning towards the average spectrum; the absolute error weighs
+every miss alike.
 """
 from __future__ import annotations
 
@@ -41,6 +46,9 @@ def gate_targets_per_step(gate_target: Tensor, n_frames_per_step: int) -> Tensor
     return gate_target[:, last_frame]
 
 
+MEL_LOSSES = {"mse": lambda error: error.pow(2), "l1": lambda error: error.abs()}
+
+
 def _mean(values: Tensor, valid: Tensor | None) -> Tensor:
     if valid is None:
         return values.mean()
@@ -50,8 +58,10 @@ def _mean(values: Tensor, valid: Tensor | None) -> Tensor:
 
 class Tacotron2Loss(nn.Module):
     def __init__(self, guided_attn_weight: float = 0.0, guided_attn_sigma: float = 0.2, n_frames_per_step: int = 1,
-                 mask_padding_in_loss: bool = True):
+                 mask_padding_in_loss: bool = True, mel_loss: str = "mse"):
         super().__init__()
+        if mel_loss not in MEL_LOSSES:
+            raise ValueError(f"mel_loss must be one of {sorted(MEL_LOSSES)}, got {mel_loss!r}")
         if guided_attn_weight < 0:
             raise ValueError(f"guided_attn_weight must be >= 0, got {guided_attn_weight}")
         if guided_attn_sigma <= 0:
@@ -62,6 +72,7 @@ class Tacotron2Loss(nn.Module):
         self.guided_attn_sigma = guided_attn_sigma
         self.n_frames_per_step = n_frames_per_step
         self.mask_padding_in_loss = mask_padding_in_loss
+        self.mel_error = MEL_LOSSES[mel_loss]
 
     def forward(self, outputs: Tacotron2Output, batch: dict) -> dict[str, Tensor]:
         """outputs: the model's; batch: "mel" (B, n_mel, T) and "gate" (B, T) per-frame targets, and optionally
@@ -85,8 +96,8 @@ class Tacotron2Loss(nn.Module):
             frame_valid = lengths_to_mask(mel_lengths, n_frames).unsqueeze(1)
             step_valid = lengths_to_mask((mel_lengths + r - 1) // r, n_steps)
         losses = {
-            "mel_loss": _mean((outputs.mel.float() - mel_target).pow(2), frame_valid),
-            "mel_postnet_loss": _mean((outputs.mel_postnet.float() - mel_target).pow(2), frame_valid),
+            "mel_loss": _mean(self.mel_error(outputs.mel.float() - mel_target), frame_valid),
+            "mel_postnet_loss": _mean(self.mel_error(outputs.mel_postnet.float() - mel_target), frame_valid),
             "gate_loss": _mean(F.binary_cross_entropy_with_logits(
                 outputs.gate.float(), gate_targets_per_step(gate_target, r), reduction="none"), step_valid),
         }

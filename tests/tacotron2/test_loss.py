@@ -52,6 +52,18 @@ def test_masked_reduction_ignores_padding(small_case):
     assert Tacotron2Loss()(changed, batch)["loss"].item() == pytest.approx(losses["loss"].item(), rel=1e-6)
 
 
+def test_l1_mel_loss_is_the_mean_absolute_error_over_valid_frames(small_case):
+    outputs, batch, gate_terms = small_case
+    outputs.mel[0, 0, 0] = -2.0  # one miss of 2 among 10 valid values of 1: absolute 2, squared 4
+    l1, mse = Tacotron2Loss(mel_loss="l1")(outputs, batch), Tacotron2Loss()(outputs, batch)
+    assert l1["mel_loss"].item() == pytest.approx((9 * 1 + 2) / 10)
+    assert mse["mel_loss"].item() == pytest.approx((9 * 1 + 4) / 10)
+    assert l1["mel_postnet_loss"].item() == pytest.approx(0.5)
+    assert l1["gate_loss"].item() == pytest.approx(mse["gate_loss"].item())
+    with pytest.raises(ValueError, match="mel_loss must be one of"):
+        Tacotron2Loss(mel_loss="l2")
+
+
 def test_gate_targets_per_step_take_the_last_frame_of_each_group():
     frames = torch.tensor([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]])  # last real frame: 3
     assert gate_targets_per_step(frames, 1).tolist() == frames.tolist()

@@ -14,7 +14,8 @@
 #   output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments.
-# About 20 minutes on a 2-core CPU (see wav2vec2/RESULTS.md); OMP_NUM_THREADS=1 is faster where other jobs share the cores.
+# About 25 minutes on a quiet 2-core CPU (estimated from the update times of wav2vec2/RESULTS.md, not timed);
+# OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then

@@ -27,7 +27,9 @@ from common.espeak import SAMPLING_RATE
 # From eSpeak NG's speak_lib.h (the library itself is loaded by common/espeak.py).
 _POS_CHARACTER = 1
 _PARAMETER_RATE = 1
+_PARAMETER_PITCH = 3
 _RATE_MINIMUM, _RATE_MAXIMUM = 80, 450  # words per minute
+_PITCH_MINIMUM, _PITCH_MAXIMUM = 0, 100  # the voice's base pitch, 50 by default
 
 # int callback(short *wav, int numsamples, espeak_EVENT *events); returning 0 means "carry on".
 _SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
@@ -64,10 +66,12 @@ def _load_library():
     return library
 
 
-def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int) -> np.ndarray:
+def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int, pitch: int | None) -> np.ndarray:
     """Speak `text` in this process (a fresh fork) and return its int16 samples."""
     espeak.set_voice(library, voice)  # an unknown voice: UnknownVoiceError, a ValueError
     library.espeak_SetParameter(_PARAMETER_RATE, words_per_minute, 0)
+    if pitch is not None:
+        library.espeak_SetParameter(_PARAMETER_PITCH, pitch, 0)
     # Fix every random number generator eSpeak may draw from, so voices with breath noise are deterministic too.
     if hasattr(library, "espeak_ng_SetRandSeed"):
         library.espeak_ng_SetRandSeed(0)
@@ -81,13 +85,17 @@ def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int) ->
     return np.concatenate(_chunks)
 
 
-def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175) -> tuple[np.ndarray, int]:
-    """Speak `text`; returns (float32 samples in [-1, 1], sampling rate). The same arguments give the same samples."""
+def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175,
+               pitch: int | None = None) -> tuple[np.ndarray, int]:
+    """Speak `text`; returns (float32 samples in [-1, 1], sampling rate). The same arguments give the same samples.
+    `pitch` (0-100) moves the voice's base pitch; None keeps the voice's own (50)."""
     if not text.strip():
         raise ValueError("cannot synthesise empty text")
     if not _RATE_MINIMUM <= words_per_minute <= _RATE_MAXIMUM:
         raise ValueError(f"words_per_minute is {words_per_minute}; "
                          f"eSpeak NG accepts {_RATE_MINIMUM} to {_RATE_MAXIMUM}")
+    if pitch is not None and not _PITCH_MINIMUM <= pitch <= _PITCH_MAXIMUM:
+        raise ValueError(f"pitch is {pitch}; eSpeak NG accepts {_PITCH_MINIMUM} to {_PITCH_MAXIMUM}")
     library = _load_library()
     encoded = text.encode("utf-8")
 
@@ -100,7 +108,7 @@ def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175) -> 
         try:
             os.close(read_end)
             try:
-                reply = b"\x00" + _synthesize_here(library, encoded, voice, words_per_minute).tobytes()
+                reply = b"\x00" + _synthesize_here(library, encoded, voice, words_per_minute, pitch).tobytes()
             except ValueError as error:  # handed to the parent, which raises it
                 reply = b"\x01" + str(error).encode()
             except Exception as error:

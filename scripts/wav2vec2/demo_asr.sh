@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (several voices and rates,
-# 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json), then
-# transcribe the held-out sentences (test_sentences: training voices) and the held-out voice (test_voice), and report
-# CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and report.json / report.txt in OUTPUT_DIR).
+# The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (scripts/data/asr_corpus.py
+# --text open: the TTS corpus's template sentences and runs of words of a 20,000-word lexicon, many voices, rates and
+# pitches, 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json),
+# then transcribe every test split and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and
+# report.json / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a
+# held-out voice (test_voice), and hand-written everyday sentences by training voices (test_everyday) and by four
+# held-out accents and variants (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
+# (scripts/wav2vec2/tts_judge_ceiling.py: the ceiling of the intelligibility score this recognizer gives `make demo`).
 #   scripts/wav2vec2/demo_asr.sh [extra train.py flags, e.g. --max-updates 400]
-#   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_asr), NUM_UTTERANCES (2000), CONFIG
-#   (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny corpus and a tiny model, in seconds:
-#   a smoke test, its CER means nothing; defaults then go to data/asr_quick and output/demo_asr_quick).
+#   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_asr), NUM_UTTERANCES (2000 template sentences),
+#   OPEN_UTTERANCES (4000 word runs), CONFIG (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny
+#   corpus and a tiny model, in seconds: a smoke test, its CER means nothing; defaults then go to data/asr_quick and
+#   output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
-# use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and NUM_UTTERANCES.
-# About 20 minutes on a 2-core CPU (see wav2vec2/RESULTS.md); OMP_NUM_THREADS=1 is faster where other jobs share the cores.
+# use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments.
+# About 25 minutes on a quiet 2-core CPU (estimated from the update times of wav2vec2/RESULTS.md, not timed);
+# OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
@@ -20,6 +26,8 @@ if [ "$QUICK" = 1 ]; then
     DATA_DIR=${DATA_DIR:-data/asr_quick}
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_asr_quick}
     NUM_UTTERANCES=${NUM_UTTERANCES:-12}
+    OPEN_UTTERANCES=${OPEN_UTTERANCES:-8}
+    EVERYDAY_ARGS=(--everyday-sentences 2)
     # A tiny model and 4 updates over the demo's preset: the same steps, in seconds.
     QUICK_FLAGS=(--conv-feature-layers "[(16, 40, 20)] + [(16, 4, 2)] * 4" --encoder-layers 1
                  --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-attention-heads 2 --conv-pos 4
@@ -28,15 +36,20 @@ else
     DATA_DIR=${DATA_DIR:-data/asr}
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_asr}
     NUM_UTTERANCES=${NUM_UTTERANCES:-2000}
+    OPEN_UTTERANCES=${OPEN_UTTERANCES:-4000}
+    EVERYDAY_ARGS=()
     QUICK_FLAGS=()
 fi
 CONFIG=${CONFIG:-configs/wav2vec2_asr_demo.json}
 case "$NUM_UTTERANCES" in ''|*[!0-9]*) echo "NUM_UTTERANCES must be a whole number, got '$NUM_UTTERANCES'" >&2
     exit 2 ;; esac
+case "$OPEN_UTTERANCES" in ''|*[!0-9]*) echo "OPEN_UTTERANCES must be a whole number, got '$OPEN_UTTERANCES'" >&2
+    exit 2 ;; esac
 
 start=$(date +%s)
 # The corpus is a function of its arguments; the stamp says which ones built the one in DATA_DIR.
-corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234"
+corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234 --text open --open-utterances $OPEN_UTTERANCES"
+corpus_args+="${EVERYDAY_ARGS[*]+ ${EVERYDAY_ARGS[*]}}"
 if [ ! -f "$DATA_DIR/dict.ltr.txt" ] || [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" != "$corpus_args" ]; then
     # shellcheck disable=SC2086
     "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
@@ -47,9 +60,12 @@ train_start=$(date +%s)
     --resume-from-last --quiet ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@"
 train_seconds=$(( $(date +%s) - train_start ))
 checkpoint="$OUTPUT_DIR/checkpoint_wav2vec2_last.pt"
-for split in test_sentences test_voice; do
+for split in test_sentences test_voice test_everyday test_everyday_voices; do
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
         -o "$OUTPUT_DIR/$split" --save-predictions --quiet
 done
+# The recognizer also judges `make demo`: its ceiling there is how well it hears eSpeak NG say the TTS test
+# sentences.
+"$PYTHON" -m scripts.wav2vec2.tts_judge_ceiling --cpu --asr "$checkpoint" -o "$OUTPUT_DIR/tts_ceiling"
 "$PYTHON" -m scripts.wav2vec2.report_asr_demo --output-dir "$OUTPUT_DIR" --data "$DATA_DIR" --checkpoint "$checkpoint" \
     --train-seconds "$train_seconds" --seconds $(( $(date +%s) - start ))

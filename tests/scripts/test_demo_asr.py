@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import train
+from scripts.data.asr_corpus import HELD_OUT_VOICES
 from wav2vec2.model import parse_conv_feature_layers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,29 +32,46 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
 
     # the corpus, with the stamp of its arguments
-    assert (data / ".demo_asr_corpus").read_text().split() == ["--num-utterances", "12", "--seed", "1234"]
-    assert {"train.tsv", "valid.tsv", "test_sentences.tsv", "test_voice.tsv", "dict.ltr.txt"} <= {
-        path.name for path in data.iterdir()}
-    # training, then one inference folder per test split
+    assert (data / ".demo_asr_corpus").read_text().split() == [
+        "--num-utterances", "12", "--seed", "1234", "--text", "open", "--open-utterances", "8",
+        "--everyday-sentences", "2"]
+    assert {"train.tsv", "valid.tsv", "test_sentences.tsv", "test_voice.tsv", "test_everyday.tsv",
+            "test_everyday_voices.tsv", "dict.ltr.txt"} <= {path.name for path in data.iterdir()}
+    # training, then one inference folder per test split: 2 held-out template sentences, 2 everyday sentences (by
+    # training voices, then by each of the 4 held-out voices)
+    sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
     assert (output / "checkpoint_wav2vec2_last.pt").exists()
-    for split in ("test_sentences", "test_voice"):
+    for split, size in sizes.items():
         predictions = (output / split / "predictions.txt").read_text().splitlines()
-        assert len(predictions) == 2  # the tiny corpus holds 2 held-out sentences
+        assert len(predictions) == size
 
     report = json.loads((output / "report.json").read_text())
     assert report["updates"] == 4 and report["checkpoint"] == str(output / "checkpoint_wav2vec2_last.pt")
     assert report["total_seconds"] >= report["train_seconds"] >= 0
-    assert report["corpus"]["train"]["utterances"] == 8 and report["corpus"]["train"]["minutes"] > 0
+    # 8 template sentences less 1 the TTS demo is judged on, and 8 word runs
+    assert report["corpus"]["train"]["utterances"] == 15 and report["corpus"]["train"]["minutes"] > 0
     assert set(report["valid"]) == {"wer", "cer"}
-    assert set(report["splits"]) == {"test_sentences", "test_voice"}
-    for split in report["splits"].values():
-        assert split["utterances"] == 2 and split["audio_seconds"] > 0
+    assert list(report["splits"]) == list(sizes)
+    for name, split in report["splits"].items():
+        assert split["utterances"] == sizes[name] and split["audio_seconds"] > 0
         assert split["wer"] >= 0 and split["cer"] >= 0
-        assert len(split["examples"]) == 2 and all(example["reference"] for example in split["examples"])
+        assert len(split["examples"]) == min(3, sizes[name])
+        assert all(example["reference"] for example in split["examples"])
+    held_out = report["splits"]["test_everyday_voices"]["voices"]
+    assert sorted(held_out) == sorted(HELD_OUT_VOICES) and {v["utterances"] for v in held_out.values()} == {2}
     assert report["target_cer"] == 15.0
     assert report["target_met"] == (report["splits"]["test_sentences"]["cer"] < 15.0)
+    # eSpeak NG saying the TTS demo's 25 test sentences: the ceiling of the score the recognizer gives `make demo`
+    ceiling = json.loads((output / "tts_ceiling" / "intelligibility.json").read_text())["espeak"]
+    assert len(ceiling["files"]) == 25 and (output / "tts_ceiling" / "espeak" / "audio_25.wav").is_file()
+    assert report["tts_ceiling"] == {"utterances": 25, "wer": ceiling["wer"], "cer": ceiling["cer"]}
+    assert report["targets"] == {
+        "test_everyday": {"cer": 10.0, "met": report["splits"]["test_everyday"]["cer"] <= 10.0},
+        "test_everyday_voices": {"cer": 15.0, "met": report["splits"]["test_everyday_voices"]["cer"] <= 15.0},
+        "tts_ceiling": {"cer": 1.8, "met": ceiling["cer"] <= 1.8}}
     text = (output / "report.txt").read_text()
-    assert "test_sentences" in text and "test_voice" in text and "CER" in text
+    assert all(name in text for name in sizes) and "CER" in text and "en-029+f5 (2 utterances)" in text
+    assert "eSpeak NG saying the TTS demo's 25 test sentences" in text
     assert text in completed.stdout  # the report file holds what was printed
 
 

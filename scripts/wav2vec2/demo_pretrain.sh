@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Does wav2vec 2.0 pre-training pay (`make demo-pretrain`)? Pre-train a small wav2vec 2.0 on the ASR demo corpus's
+# audio without its labels, fine-tune it with CTC on a small labelled subset, fine-tune the same model from a random
+# start beside it (the same updates and schedule), and compare the two recognizers' CER on the corpus's test splits.
+#   scripts/wav2vec2/demo_pretrain.sh [--stage N] [--stop-stage N] [extra train.py flags, given to every training]
+#       stage 1: the corpus of `make demo-asr` (scripts/data/asr_corpus.py) into DATA_DIR (skipped if built), and its
+#                labelled subset: LABELLED_FRACTION of train (scripts/wav2vec2/labelled_subset.py: train_<N>pct)
+#       stage 2: pre-train configs/wav2vec2_pretrain_demo.json on train's audio -> OUTPUT_DIR/pretrain
+#       stage 3: CTC fine-tune on the subset from the pre-trained model -> OUTPUT_DIR/finetune_pretrained
+#       stage 4: the same fine-tune from a random start -> OUTPUT_DIR/finetune_random
+#       stage 5: transcribe every test split (DATA_DIR/test*.tsv) with both; the report
+#                (scripts/wav2vec2/report_pretrain_demo.py: printed, and OUTPUT_DIR/report.json, report.txt): both
+#                CERs/WERs, the CER reduction against the >= 30 % target, the pre-training curves, the codebook check
+#   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_pretrain), NUM_UTTERANCES (2000), LABELLED_FRACTION
+#   (0.1), FINETUNE_UPDATES (500), PRETRAIN_CONFIG (configs/wav2vec2_pretrain_demo.json), FINETUNE_CONFIG
+#   (configs/wav2vec2_asr_demo.json: the same model size), PYTHON, QUICK=1 (every stage on a 12-utterance corpus and
+#   a tiny model for 4 updates, in seconds: a smoke test whose CER means nothing; defaults then go to data/asr_quick
+#   and output/demo_pretrain_quick).
+# A rerun in the same OUTPUT_DIR resumes each training (--resume-from-last); use a fresh OUTPUT_DIR for a new run.
+# Target: 45 minutes in all on the 2-core CPU (see wav2vec2/RESULTS.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+die() { echo "demo_pretrain.sh: error: $*" >&2; exit 2; }
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+source scripts/stage_flags.sh
+read_stage_flags 1 5 "$@"
+
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+    DATA_DIR=${DATA_DIR:-data/asr_quick}
+    OUTPUT_DIR=${OUTPUT_DIR:-output/demo_pretrain_quick}
+    NUM_UTTERANCES=${NUM_UTTERANCES:-12}
+    LABELLED_FRACTION=${LABELLED_FRACTION:-0.25}  # 2 of the tiny corpus's 8 training utterances
+    FINETUNE_UPDATES=${FINETUNE_UPDATES:-4}
+    # demo_asr.sh's tiny model (both presets' sizes overridden alike), a small codebook, 4 updates: seconds.
+    MODEL_FLAGS=(--conv-feature-layers "[(16, 40, 20)] + [(16, 4, 2)] * 4" --encoder-layers 1
+                 --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-attention-heads 2 --conv-pos 4
+                 --conv-pos-groups 2)
+    QUICK_FLAGS=(--max-tokens 160000 --num-workers 0)
+    PRETRAIN_FLAGS=(--final-dim 16 --latent-vars 8 --num-negatives 10 --max-updates 4 --warmup-updates 1
+                    --val-interval-updates 2)
+else
+    DATA_DIR=${DATA_DIR:-data/asr}
+    OUTPUT_DIR=${OUTPUT_DIR:-output/demo_pretrain}
+    NUM_UTTERANCES=${NUM_UTTERANCES:-2000}
+    LABELLED_FRACTION=${LABELLED_FRACTION:-0.1}
+    FINETUNE_UPDATES=${FINETUNE_UPDATES:-500}
+    MODEL_FLAGS=()
+    QUICK_FLAGS=()
+    PRETRAIN_FLAGS=()
+fi
+PRETRAIN_CONFIG=${PRETRAIN_CONFIG:-configs/wav2vec2_pretrain_demo.json}
+FINETUNE_CONFIG=${FINETUNE_CONFIG:-configs/wav2vec2_asr_demo.json}
+case "$NUM_UTTERANCES" in ''|*[!0-9]*) die "NUM_UTTERANCES must be a whole number, got '$NUM_UTTERANCES'" ;; esac
+case "$FINETUNE_UPDATES" in ''|*[!0-9]*|0) die "FINETUNE_UPDATES must be a positive whole number, got '$FINETUNE_UPDATES'" ;;
+    esac
+# The subset's name says its share: 0.1 -> train_10pct (the labelled_subset.py helper checks the range).
+percent=$("$PYTHON" -c "import sys; print(f'{float(sys.argv[1]) * 100:g}')" "$LABELLED_FRACTION" 2>/dev/null) \
+    || die "LABELLED_FRACTION must be a number in (0, 1], got '$LABELLED_FRACTION'"
+labelled=train_${percent//./_}pct
+pretrained="$OUTPUT_DIR/pretrain/checkpoint_wav2vec2_last.pt"
+
+start=$(date +%s)
+if runs 1; then
+    # demo_asr.sh's corpus and stamp: the two demos share DATA_DIR.
+    corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234"
+    if [ ! -f "$DATA_DIR/dict.ltr.txt" ] || [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" != "$corpus_args" ]; then
+        echo "== stage 1: the ASR corpus -> $DATA_DIR =="
+        # shellcheck disable=SC2086
+        "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
+        echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
+    else
+        echo "== stage 1: the ASR corpus is in $DATA_DIR =="
+    fi
+    "$PYTHON" -m scripts.wav2vec2.labelled_subset --data "$DATA_DIR" --split train --fraction "$LABELLED_FRACTION" \
+        --output-split "$labelled"
+fi
+if runs 2; then
+    echo "== stage 2: pre-train wav2vec 2.0 on $DATA_DIR/train.tsv's audio (no labels) -> $OUTPUT_DIR/pretrain =="
+    "$PYTHON" train.py -m wav2vec2 pretrain --config-file "$PRETRAIN_CONFIG" --data "$DATA_DIR" \
+        -o "$OUTPUT_DIR/pretrain" --resume-from-last --quiet \
+        ${MODEL_FLAGS[@]+"${MODEL_FLAGS[@]}"} ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} \
+        ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"} ${train_flags[@]+"${train_flags[@]}"}
+fi
+# Both fine-tunes: the same preset, subset, updates and schedule; only the start differs.
+finetune() {
+    local folder=$1
+    shift
+    "$PYTHON" train.py -m wav2vec2 finetune --config-file "$FINETUNE_CONFIG" --data "$DATA_DIR" \
+        --train-subset "$labelled" -o "$OUTPUT_DIR/$folder" --resume-from-last --quiet \
+        --max-updates "$FINETUNE_UPDATES" --val-interval-updates $(( (FINETUNE_UPDATES + 4) / 5 )) \
+        ${MODEL_FLAGS[@]+"${MODEL_FLAGS[@]}"} ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@" \
+        ${train_flags[@]+"${train_flags[@]}"}
+}
+if runs 3; then
+    echo "== stage 3: CTC fine-tune from the pre-trained model on $labelled -> $OUTPUT_DIR/finetune_pretrained =="
+    [ -f "$pretrained" ] || die "$pretrained does not exist: run stage 2 first"
+    finetune finetune_pretrained --w2v-path "$pretrained"
+fi
+if runs 4; then
+    echo "== stage 4: the same fine-tune from a random start -> $OUTPUT_DIR/finetune_random =="
+    finetune finetune_random
+fi
+if runs 5; then
+    echo "== stage 5: transcribe the test splits with both recognizers; the report =="
+    for folder in finetune_pretrained finetune_random; do
+        for manifest in "$DATA_DIR"/test*.tsv; do
+            split=$(basename "$manifest" .tsv)
+            [ -f "$DATA_DIR/$split.wrd" ] || continue
+            "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$OUTPUT_DIR/$folder/checkpoint_wav2vec2_last.pt" \
+                -i "$manifest" -o "$OUTPUT_DIR/$folder/$split" --save-predictions --quiet
+        done
+    done
+    "$PYTHON" -m scripts.wav2vec2.report_pretrain_demo --output-dir "$OUTPUT_DIR" --data "$DATA_DIR" \
+        --labelled-split "$labelled" --seconds $(( $(date +%s) - start ))
+fi

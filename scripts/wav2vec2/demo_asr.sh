@@ -27,7 +27,6 @@ if [ "$QUICK" = 1 ]; then
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_asr_quick}
     NUM_UTTERANCES=${NUM_UTTERANCES:-12}
     OPEN_UTTERANCES=${OPEN_UTTERANCES:-8}
-    EVERYDAY_ARGS=(--everyday-sentences 2)
     # A tiny model and 4 updates over the demo's preset: the same steps, in seconds.
     QUICK_FLAGS=(--conv-feature-layers "[(16, 40, 20)] + [(16, 4, 2)] * 4" --encoder-layers 1
                  --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-attention-heads 2 --conv-pos 4
@@ -37,24 +36,13 @@ else
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_asr}
     NUM_UTTERANCES=${NUM_UTTERANCES:-2000}
     OPEN_UTTERANCES=${OPEN_UTTERANCES:-4000}
-    EVERYDAY_ARGS=()
     QUICK_FLAGS=()
 fi
 CONFIG=${CONFIG:-configs/wav2vec2_asr_demo.json}
-case "$NUM_UTTERANCES" in ''|*[!0-9]*) echo "NUM_UTTERANCES must be a whole number, got '$NUM_UTTERANCES'" >&2
-    exit 2 ;; esac
-case "$OPEN_UTTERANCES" in ''|*[!0-9]*) echo "OPEN_UTTERANCES must be a whole number, got '$OPEN_UTTERANCES'" >&2
-    exit 2 ;; esac
+source scripts/wav2vec2/demo_corpus.sh
 
 start=$(date +%s)
-# The corpus is a function of its arguments; the stamp says which ones built the one in DATA_DIR.
-corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234 --text open --open-utterances $OPEN_UTTERANCES"
-corpus_args+="${EVERYDAY_ARGS[*]+ ${EVERYDAY_ARGS[*]}}"
-if [ ! -f "$DATA_DIR/dict.ltr.txt" ] || [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" != "$corpus_args" ]; then
-    # shellcheck disable=SC2086
-    "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
-    echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
-fi
+ensure_asr_demo_corpus || true
 train_start=$(date +%s)
 "$PYTHON" train.py -m wav2vec2 finetune --config-file "$CONFIG" --data "$DATA_DIR" -o "$OUTPUT_DIR" \
     --resume-from-last --quiet ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@"

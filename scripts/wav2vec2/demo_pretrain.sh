@@ -11,7 +11,8 @@
 #       stage 5: transcribe every test split (DATA_DIR/test*.tsv) with both; the report
 #                (scripts/wav2vec2/report_pretrain_demo.py: printed, and OUTPUT_DIR/report.json, report.txt): both
 #                CERs/WERs, the CER reduction against the >= 30 % target, the pre-training curves, the codebook check
-#   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_pretrain), NUM_UTTERANCES (2000), LABELLED_FRACTION
+#   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_pretrain), NUM_UTTERANCES (2000), OPEN_UTTERANCES
+#   (4000; both as demo_asr.sh builds the corpus: scripts/wav2vec2/demo_corpus.sh), LABELLED_FRACTION
 #   (0.1), FINETUNE_UPDATES (500), PRETRAIN_CONFIG (configs/wav2vec2_pretrain_demo.json), FINETUNE_CONFIG
 #   (configs/wav2vec2_asr_demo.json: the same model size), PYTHON, QUICK=1 (every stage on a 12-utterance corpus and
 #   a tiny model for 4 updates, in seconds: a smoke test whose CER means nothing; defaults then go to data/asr_quick
@@ -25,8 +26,9 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 die() { echo "demo_pretrain.sh: error: $*" >&2; exit 2; }
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
+source scripts/wav2vec2/demo_corpus.sh
 read_stage_flags 1 5 "$@"
 
 QUICK=${QUICK:-0}
@@ -34,6 +36,7 @@ if [ "$QUICK" = 1 ]; then
     DATA_DIR=${DATA_DIR:-data/asr_quick}
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_pretrain_quick}
     NUM_UTTERANCES=${NUM_UTTERANCES:-12}
+    OPEN_UTTERANCES=${OPEN_UTTERANCES:-8}
     LABELLED_FRACTION=${LABELLED_FRACTION:-0.25}  # 2 of the tiny corpus's 8 training utterances
     FINETUNE_UPDATES=${FINETUNE_UPDATES:-4}
     # demo_asr.sh's tiny model (both presets' sizes overridden alike), a small codebook, 4 updates: seconds.
@@ -47,6 +50,7 @@ else
     DATA_DIR=${DATA_DIR:-data/asr}
     OUTPUT_DIR=${OUTPUT_DIR:-output/demo_pretrain}
     NUM_UTTERANCES=${NUM_UTTERANCES:-2000}
+    OPEN_UTTERANCES=${OPEN_UTTERANCES:-4000}
     LABELLED_FRACTION=${LABELLED_FRACTION:-0.1}
     FINETUNE_UPDATES=${FINETUNE_UPDATES:-500}
     MODEL_FLAGS=()
@@ -55,7 +59,6 @@ else
 fi
 PRETRAIN_CONFIG=${PRETRAIN_CONFIG:-configs/wav2vec2_pretrain_demo.json}
 FINETUNE_CONFIG=${FINETUNE_CONFIG:-configs/wav2vec2_asr_demo.json}
-case "$NUM_UTTERANCES" in ''|*[!0-9]*) die "NUM_UTTERANCES must be a whole number, got '$NUM_UTTERANCES'" ;; esac
 case "$FINETUNE_UPDATES" in ''|*[!0-9]*|0) die "FINETUNE_UPDATES must be a positive whole number, got '$FINETUNE_UPDATES'" ;;
     esac
 # The subset's name says its share: 0.1 -> train_10pct (the labelled_subset.py helper checks the range).
@@ -66,16 +69,8 @@ pretrained="$OUTPUT_DIR/pretrain/checkpoint_wav2vec2_last.pt"
 
 start=$(date +%s)
 if runs 1; then
-    # demo_asr.sh's corpus and stamp: the two demos share DATA_DIR.
-    corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234"
-    if [ ! -f "$DATA_DIR/dict.ltr.txt" ] || [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" != "$corpus_args" ]; then
-        echo "== stage 1: the ASR corpus -> $DATA_DIR =="
-        # shellcheck disable=SC2086
-        "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
-        echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
-    else
-        echo "== stage 1: the ASR corpus is in $DATA_DIR =="
-    fi
+    echo "== stage 1: the ASR demo's corpus in $DATA_DIR (built unless there already) =="
+    ensure_asr_demo_corpus || true
     "$PYTHON" -m scripts.wav2vec2.labelled_subset --data "$DATA_DIR" --split train --fraction "$LABELLED_FRACTION" \
         --output-split "$labelled"
 fi

@@ -138,6 +138,13 @@ def format_report(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def save_report(output: Path, report: dict, text: str) -> None:
+    """Print the report's text, and keep it beside its numbers: report.txt and report.json in `output`."""
+    print("\n" + text, end="")
+    (output / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (output / "report.txt").write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", required=True, help="the demo's output folder (training log, test folders)")
@@ -166,10 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
         report["tts_ceiling"] = {"utterances": len(espeak["files"]), "wer": espeak["wer"], "cer": espeak["cer"]}
         report["targets"]["tts_ceiling"] = {"cer": TTS_CEILING_TARGET_CER,
                                             "met": espeak["cer"] <= TTS_CEILING_TARGET_CER}
-    text = format_report(report)
-    print("\n" + text, end="")
-    (output / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (output / "report.txt").write_text(text, encoding="utf-8")
+    save_report(output, report, format_report(report))
     return report
 
 

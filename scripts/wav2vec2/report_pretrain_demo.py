@@ -15,14 +15,14 @@ each group's code choices over a batch) is below COLLAPSE_SHARE of its entries.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from common.errors import ArgumentParser, UserFileNotFoundError, exit_on_user_error
 from common.logger import read_dllogger_file
-from scripts.wav2vec2.report_asr_demo import DESCRIPTIONS, corpus_summary, split_summary, training_summary
+from scripts.wav2vec2.report_asr_demo import (DESCRIPTIONS, corpus_summary, save_report, split_summary,
+                                             training_summary)
 from wav2vec2.data_function import read_manifest
 
 RECOGNIZERS = {"pretrained": "finetune_pretrained", "random": "finetune_random"}  # name: its folder in --output-dir
@@ -162,10 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
               "cer_reduction": reductions, "target_reduction": args.target_reduction,
               "target_met": all(reduction is not None and reduction >= args.target_reduction
                                 for reduction in reductions.values())}
-    text = format_report(report)
-    print("\n" + text, end="")
-    (output / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (output / "report.txt").write_text(text, encoding="utf-8")
+    save_report(output, report, format_report(report))
     return report
 
 

@@ -34,24 +34,27 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     completed = run_demo(data, output)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
 
-    # the labelled subset: LABELLED_FRACTION 0.25 of the tiny corpus's 8 training utterances, lines that stay aligned
+    # the labelled subset: LABELLED_FRACTION 0.25 of the tiny corpus's 15 training utterances (template sentences
+    # and word runs: demo_asr.sh's corpus), lines that stay aligned
     train_lines = (data / "train.tsv").read_text().splitlines()
     subset_lines = (data / "train_25pct.tsv").read_text().splitlines()
-    assert len(train_lines) == 9 and len(subset_lines) == 3 and subset_lines[0] == train_lines[0]
+    assert len(train_lines) == 1 + 15 and len(subset_lines) == 1 + 4 and subset_lines[0] == train_lines[0]
     chosen = [train_lines.index(line) - 1 for line in subset_lines[1:]]
     for extension in ("ltr", "wrd"):
         labels = (data / f"train.{extension}").read_text().splitlines()
         assert (data / f"train_25pct.{extension}").read_text().splitlines() == [labels[i] for i in chosen]
 
-    # the pre-trained model and both recognizers, each tested on both test splits
+    # the pre-trained model and both recognizers, each tested on every test split (QUICK: 2 everyday sentences,
+    # spoken again by each of the 4 held-out voices)
     for folder in ("pretrain", "finetune_pretrained", "finetune_random"):
         assert (output / folder / "checkpoint_wav2vec2_last.pt").exists()
+    split_sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
     for folder in ("finetune_pretrained", "finetune_random"):
-        for split in ("test_sentences", "test_voice"):
-            assert len((output / folder / split / "predictions.txt").read_text().splitlines()) == 2
+        for split, size in split_sizes.items():
+            assert len((output / folder / split / "predictions.txt").read_text().splitlines()) == size
 
     report = json.loads((output / "report.json").read_text())
-    assert report["labelled"] == {"split": "train_25pct", "utterances": 2, "minutes": pytest.approx(
+    assert report["labelled"] == {"split": "train_25pct", "utterances": 4, "minutes": pytest.approx(
         report["labelled"]["minutes"])} and 0 < report["labelled"]["minutes"] < report["corpus"]["train"]["minutes"]
     pretraining = report["pretraining"]
     assert pretraining["updates"] == 4 and [point["update"] for point in pretraining["curve"]] == [1, 2, 3, 4]
@@ -63,7 +66,7 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     assert codebook["code_perplexity"] == pretraining["validations"][-1]["code_perplexity"]
     assert codebook["collapsed"] == (codebook["share_used"] < 0.1)
     for recognizer in report["recognizers"].values():
-        assert recognizer["updates"] == 4 and set(recognizer["splits"]) == {"test_sentences", "test_voice"}
+        assert recognizer["updates"] == 4 and set(recognizer["splits"]) == set(split_sizes)
     for split, reduction in report["cer_reduction"].items():
         cers = [report["recognizers"][name]["splits"][split]["cer"] for name in ("random", "pretrained")]
         assert reduction == pytest.approx(100 * (cers[0] - cers[1]) / cers[0])

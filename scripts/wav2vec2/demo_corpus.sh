@@ -1,0 +1,20 @@
+# The ASR demo corpus that scripts/wav2vec2/demo_asr.sh and demo_pretrain.sh share; both source this file.
+#   ensure_asr_demo_corpus: build it into DATA_DIR (scripts/data/asr_corpus.py --text open) unless the corpus there
+#   was built from the same arguments (its stamp, DATA_DIR/.demo_asr_corpus, says which). Reads PYTHON, DATA_DIR,
+#   NUM_UTTERANCES (template sentences), OPEN_UTTERANCES (word runs) and QUICK (1: 2 everyday test sentences).
+#   Returns 0 when it built the corpus, 1 when the one in DATA_DIR already fits.
+ensure_asr_demo_corpus() {
+    local value
+    for value in "$NUM_UTTERANCES" "$OPEN_UTTERANCES"; do
+        case "$value" in ''|*[!0-9]*) echo "error: NUM_UTTERANCES and OPEN_UTTERANCES must be whole numbers," \
+            "got '$NUM_UTTERANCES' and '$OPEN_UTTERANCES'" >&2; exit 2 ;; esac
+    done
+    local corpus_args="--num-utterances $NUM_UTTERANCES --seed 1234 --text open --open-utterances $OPEN_UTTERANCES"
+    if [ "${QUICK:-0}" = 1 ]; then corpus_args+=" --everyday-sentences 2"; fi
+    if [ -f "$DATA_DIR/dict.ltr.txt" ] && [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" = "$corpus_args" ]; then
+        return 1
+    fi
+    # shellcheck disable=SC2086
+    "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
+    echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
+}

@@ -400,7 +400,7 @@ def test_flag_defaults_are_the_reference_defaults_and_build_the_default_model():
                 if name != "self"}
     assert config == defaults
     assert loss_config(args) == {"guided_attn_weight": 0.0, "guided_attn_sigma": 0.2, "n_frames_per_step": 1,
-                                 "mask_padding_in_loss": True}
+                                 "mask_padding_in_loss": True, "mel_loss": "mse"}
 
 
 def test_flags_parse_and_reject_bad_values(capsys):

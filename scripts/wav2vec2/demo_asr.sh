@@ -2,7 +2,8 @@
 # The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (scripts/data/asr_corpus.py
 # --text open: the TTS corpus's template sentences and runs of words of a 20,000-word lexicon, many voices, rates and
 # pitches, 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json),
-# then transcribe every test split and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and
+# then transcribe every test split, greedily and with a beam search over a word 2-gram language model of the training
+# transcripts (scripts/wav2vec2/build_lm.py), and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and
 # report.json / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a
 # held-out voice (test_voice), and hand-written everyday sentences by training voices (test_everyday) and by four
 # held-out accents and variants (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
@@ -48,9 +49,14 @@ train_start=$(date +%s)
     --resume-from-last --quiet ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@"
 train_seconds=$(( $(date +%s) - train_start ))
 checkpoint="$OUTPUT_DIR/checkpoint_wav2vec2_last.pt"
+# Each split twice: greedy CTC (the recognizer alone), and a CTC beam search with a word 2-gram language model of the
+# training transcripts (the test sentences are never in them; their words are in the lexicon).
+"$PYTHON" -m scripts.wav2vec2.build_lm "$DATA_DIR/train.wrd" "$OUTPUT_DIR/train_2gram.arpa" --order 2
 for split in test_sentences test_voice test_everyday test_everyday_voices; do
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
         -o "$OUTPUT_DIR/$split" --save-predictions --quiet
+    "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
+        -o "$OUTPUT_DIR/${split}_lm" --save-predictions --quiet --decoder beam --lm "$OUTPUT_DIR/train_2gram.arpa"
 done
 # The recognizer also judges `make demo`: its ceiling there is how well it hears eSpeak NG say the TTS test
 # sentences.

@@ -42,8 +42,10 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
     assert (output / "checkpoint_wav2vec2_last.pt").exists()
     for split, size in sizes.items():
-        predictions = (output / split / "predictions.txt").read_text().splitlines()
-        assert len(predictions) == size
+        for decoded in (split, f"{split}_lm"):  # greedy, and the beam search with the 2-gram language model
+            predictions = (output / decoded / "predictions.txt").read_text().splitlines()
+            assert len(predictions) == size
+    assert (output / "train_2gram.arpa").read_text().startswith("\n\\data\\\nngram 1=")
 
     report = json.loads((output / "report.json").read_text())
     assert report["updates"] == 4 and report["checkpoint"] == str(output / "checkpoint_wav2vec2_last.pt")
@@ -57,6 +59,8 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         assert split["wer"] >= 0 and split["cer"] >= 0
         assert len(split["examples"]) == min(3, sizes[name])
         assert all(example["reference"] for example in split["examples"])
+        with_lm = json.loads((output / f"{name}_lm" / "nvlog.json").read_text().splitlines()[-1][5:])["data"]
+        assert split["lm"] == {"wer": with_lm["wer"], "cer": with_lm["cer"]}
     held_out = report["splits"]["test_everyday_voices"]["voices"]
     assert sorted(held_out) == sorted(HELD_OUT_VOICES) and {v["utterances"] for v in held_out.values()} == {2}
     assert report["target_cer"] == 15.0
@@ -65,13 +69,15 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     ceiling = json.loads((output / "tts_ceiling" / "intelligibility.json").read_text())["espeak"]
     assert len(ceiling["files"]) == 25 and (output / "tts_ceiling" / "espeak" / "audio_25.wav").is_file()
     assert report["tts_ceiling"] == {"utterances": 25, "wer": ceiling["wer"], "cer": ceiling["cer"]}
+    everyday, everyday_voices = report["splits"]["test_everyday"], report["splits"]["test_everyday_voices"]
     assert report["targets"] == {
-        "test_everyday": {"cer": 10.0, "met": report["splits"]["test_everyday"]["cer"] <= 10.0},
-        "test_everyday_voices": {"cer": 15.0, "met": report["splits"]["test_everyday_voices"]["cer"] <= 15.0},
+        "test_everyday": {"cer": 10.0, "met": everyday["cer"] <= 10.0, "met_with_lm": everyday["lm"]["cer"] <= 10.0},
+        "test_everyday_voices": {"cer": 15.0, "met": everyday_voices["cer"] <= 15.0,
+                                 "met_with_lm": everyday_voices["lm"]["cer"] <= 15.0},
         "tts_ceiling": {"cer": 1.8, "met": ceiling["cer"] <= 1.8}}
     text = (output / "report.txt").read_text()
     assert all(name in text for name in sizes) and "CER" in text and "en-029+f5 (2 utterances)" in text
-    assert "eSpeak NG saying the TTS demo's 25 test sentences" in text
+    assert "eSpeak NG saying the TTS demo's 25 test sentences" in text and "with the language model" in text
     assert text in completed.stdout  # the report file holds what was printed
 
 

@@ -131,6 +131,11 @@ class Synthesizer:
         else:
             self.tacotron2.decoder.fast = args.fast_decoder
         if quantized:
+            if not args.fast_decoder:
+                # Measured on the demo's model (tacotron2/RESULTS.md, "int8 Tacotron 2"): per-tensor int8 LSTMs cost
+                # 9-12 CER points; the fast step's per-row int8 products stay within a change of seed.
+                print("warning: --quantize int8 without --fast-decoder makes the LSTMs int8 with one scale per "
+                      "tensor, which degrades the speech (tacotron2/RESULTS.md); add --fast-decoder", file=sys.stderr)
             quantize_tacotron2(self.tacotron2, fast_decoder=args.fast_decoder)
         use_torchscript = (args.torchscript if args.torchscript is not None
                            else self.device.type == "cpu" and not fast and not quantized)

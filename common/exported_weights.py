@@ -10,6 +10,9 @@ metadata.json holds
                              ({"symbols": [...]}, special symbols first), or null
     training                 epoch (epochs completed), iteration (optimizer steps), dataset: what the file records
     source                   the checkpoint's file name
+    generator_only           HiFi-GAN from NVIDIA's or jik876's generator file: true, the weights are the generator's
+                             alone ("generator." keys; no discriminators), and mel_convention says which mels it
+                             was trained on
 The folder layout is the Hugging Face one (one folder per model, a README.md model card can sit beside them).
 """
 from __future__ import annotations
@@ -57,10 +60,11 @@ def _recorded_dataset(args: object) -> str | None:
     return None
 
 
-def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str | None = None
-                    ) -> tuple[dict, dict[str, torch.Tensor]]:
+def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str | None = None,
+                    hifigan_config: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
     """(metadata, state dict) of a checkpoint of any family: ours, NVIDIA's (then `model_name` says the family when
-    the file does not), or for wav2vec 2.0 fairseq's. The state dict is what the family's model loads strictly."""
+    the file does not), or for wav2vec 2.0 fairseq's. The state dict is what the family's model loads strictly; for
+    NVIDIA's and jik876's HiFi-GAN generator files (jik876's with `hifigan_config`, his JSON), the generator's."""
     source = describe_source(path, flag)
     try:
         checkpoint = load_checkpoint(path, flag=flag)
@@ -78,6 +82,8 @@ def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str |
     name = _family_of(checkpoint, model_name, source)
     if name == "wav2vec2":
         return _metadata(path, name, checkpoint, *_wav2vec2_parts(path, flag, checkpoint))
+    if name == "HiFiGAN" and checkpoint.get("model_name") != name:
+        return _reference_hifigan_generator(path, checkpoint, source, hifigan_config)
     # A file without a model config (NVIDIA's bare weights) is the family's default architecture, as the Python API
     # and torch.hub read it; the weights then load strictly or fail naming the keys that do not fit.
     model, config = model_from_checkpoint(get_recipe(name), checkpoint, source, published_config={})
@@ -95,6 +101,23 @@ def _wav2vec2_parts(path: str | Path, flag: str | None, checkpoint: dict) -> tup
             checkpoint.get("audio_params") or {"sampling_rate": 16000})
 
 
+def _reference_hifigan_generator(path: str | Path, checkpoint: dict, source: str, hifigan_config: str | None
+                                 ) -> tuple[dict, dict[str, torch.Tensor]]:
+    """NVIDIA's or jik876's generator file, exported as the generator alone: the file has no discriminators to fill
+    the whole training model with."""
+    from hifigan.checkpoints import generator_from_checkpoint, reference_audio_params
+
+    generator, info = generator_from_checkpoint(checkpoint, source, Path(path).name, hifigan_config)
+    state_dict = {f"generator.{key}": value for key, value in generator.state_dict().items()}
+    audio = reference_audio_params(info, hifigan_config).to_dict()
+    metadata, state_dict = _metadata(path, "HiFiGAN", checkpoint, {"generator": info["config"]}, state_dict, None,
+                                     audio)
+    train_state = info.get("train_state", {})
+    metadata["training"].update(epoch=train_state.get("epoch"), iteration=train_state.get("iters_all"))
+    metadata.update(generator_only=True, mel_convention=info["mel_convention"])
+    return metadata, state_dict
+
+
 def _metadata(path: str | Path, name: str, checkpoint: dict, config: dict, state_dict: dict, text: dict | None,
               audio: dict | None) -> tuple[dict, dict[str, torch.Tensor]]:
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_name": name, "model_config": config,
@@ -108,11 +131,12 @@ def _metadata(path: str | Path, name: str, checkpoint: dict, config: dict, state
 # ---- writing and reading the exported folder -----------------------------------------------------------------------
 
 
-def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: str | None = None) -> Path:
+def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: str | None = None,
+                   hifigan_config: str | None = None) -> Path:
     """Write OUTPUT/model.safetensors and OUTPUT/metadata.json from a checkpoint; returns the folder."""
     from safetensors.torch import save
 
-    metadata, state_dict = read_checkpoint(checkpoint_path, model_name)
+    metadata, state_dict = read_checkpoint(checkpoint_path, model_name, hifigan_config=hifigan_config)
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise UserError(f"{output} is a file; give a folder to write {WEIGHTS_FILE} and {METADATA_FILE} in")
@@ -180,9 +204,14 @@ def load_exported(path: str | Path, expected_model: str | None = None) -> tuple[
     found = metadata.get("model_name")
     if found not in FAMILIES:
         raise UserError(f"{path}: unknown model {found!r} in its {METADATA_FILE}")
-    recipe = get_recipe(found)
     try:
-        model = recipe.build_model(metadata["model_config"])
+        if metadata.get("generator_only"):  # a reference HiFi-GAN generator file's export: the generator alone
+            from hifigan.model import Generator
+
+            model = Generator(**metadata["model_config"]["generator"])
+            state_dict = {key.removeprefix("generator."): value for key, value in state_dict.items()}
+        else:
+            model = get_recipe(found).build_model(metadata["model_config"])
     except (TypeError, ValueError, KeyError) as error:
         raise UserError(f"{path}: its model config does not build a {found}: {error}") from error
     unfold_weight_norm_where_folded(model, state_dict)  # weights exported from a file saved with weight norm folded
@@ -199,6 +228,10 @@ def load_exported_as_checkpoint(path: str | Path, expected_model: str) -> tuple[
     audio_params, text, epoch, iteration, state_dict): inference and the Python API take an exported folder."""
     model, metadata = load_exported(path, expected_model)
     checkpoint = {key: metadata[key] for key in ("model_name", "model_config", "audio_params", "text")}
+    state_dict = model.state_dict()
+    if metadata.get("generator_only"):  # under the whole model's names, as our HiFi-GAN checkpoints hold it
+        state_dict = {f"generator.{key}": value for key, value in state_dict.items()}
+        checkpoint["mel_convention"] = metadata["mel_convention"]
     checkpoint.update(epoch=metadata["training"]["epoch"], iteration=metadata["training"]["iteration"],
-                      state_dict=model.state_dict())
+                      state_dict=state_dict)
     return model, checkpoint

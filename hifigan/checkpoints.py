@@ -183,10 +183,16 @@ def generator_for_inference(checkpoint: dict, source: str, ema: bool = False, hi
     (22050 Hz, n_fft 1024, hop 256, 80 mels up to 8 kHz, which both references use)."""
     generator, info = generator_from_checkpoint(checkpoint, source, file_name or source.split()[-1],
                                                 hifigan_config, ema)
+    return generator, reference_audio_params(info, hifigan_config), info["mel_convention"]
+
+
+def reference_audio_params(info: dict, hifigan_config: str | None = None) -> AudioParams:
+    """The audio parameters of a reference generator file (generator_from_checkpoint's info): NVIDIA's train_setup,
+    else the audio keys of jik876's JSON, else the defaults both references use."""
     audio = info.get("audio")
     if audio is None and hifigan_config is not None:
         audio = audio_params_from_jik876_config(hifigan_config)
-    return generator, audio or AudioParams(), info["mel_convention"]
+    return audio or AudioParams()
 
 
 def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:

@@ -135,7 +135,8 @@ def _generator_from_our_checkpoint(checkpoint: dict, source: str, ema: bool) -> 
     load_model_state(generator, weights, source + (" (EMA generator)" if ema else ""))
     audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                     else AudioParams())
-    return generator, audio_params, MEL_TACOTRON  # our checkpoints are trained on common/audio.py's mel
+    # Our checkpoints are trained on common/audio.py's mel; an exported reference generator says its own.
+    return generator, audio_params, checkpoint.get("mel_convention") or MEL_TACOTRON
 
 
 def load_generator(path: str, device: torch.device, ema: bool = False, hifigan_config: str | None = None,

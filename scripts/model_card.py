@@ -96,8 +96,12 @@ def model_card(metadata: dict, checkpoint: str, exported: bool = False) -> str:
         front_matter(metadata),
         f"# {name}: {Path(checkpoint).name}",
         "## Model description",
-        DESCRIPTIONS[name][1] + f" Trained with this project's `train.py -m {name}` (a rebuild of NVIDIA "
-        "DeepLearningExamples' speech models).",
+        DESCRIPTIONS[name][1] + (
+            f" The generator alone of a published reference file (`{metadata.get('source')}`, NVIDIA's or jik876's),"
+            f" trained on {metadata.get('mel_convention')} mels; that file holds no discriminators."
+            if metadata.get("generator_only") else
+            f" Trained with this project's `train.py -m {name}` (a rebuild of NVIDIA DeepLearningExamples' speech "
+            "models)."),
         f"Sampling rate: {audio.get('sampling_rate', 'not recorded')} Hz."
         + (f" Symbols: {len(text['symbols'])}." if text.get("symbols") else "")
         + (f" Text cleaners: {', '.join(text['cleaners'])}." if text.get("cleaners") else ""),

@@ -16,7 +16,7 @@ from hifigan.checkpoints import generator_state_to_reference
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
 from hifigan.vocoder import load_generator, receptive_field_frames, stream, synthesize_in_chunks
-from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_our_checkpoint, tiny_generator
+from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_nvidia_file, save_our_checkpoint, tiny_generator
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -109,20 +109,6 @@ def test_other_checkpoints_and_a_config_for_ours_are_refused(tmp_path):
     save_checkpoint({"model_name": "WaveGlow", "state_dict": {}}, tmp_path / "w.pt")
     with pytest.raises(UserError, match="is a WaveGlow checkpoint, expected HiFiGAN"):
         load_generator(tmp_path / "w.pt", torch.device("cpu"))
-
-
-NVIDIA_TRAIN_SETUP = {"segment_size": 8192, "filter_length": 1024, "num_mels": 80, "hop_length": 256,
-                      "win_length": 1024, "sampling_rate": 22050, "mel_fmin": 0.0, "mel_fmax": 8000.0,
-                      "mel_fmax_loss": None, "max_wav_value": 32768.0, "seed": 1234, "base_lr": 3e-4,
-                      "lr_decay": 0.9998, "epochs_all": 6500}
-
-
-def save_nvidia_file(path, generator, fine_tuned=False):
-    """hifigan_gen_checkpoint_*.pt as NVIDIA's train.py writes it: nested resblocks, weight_g/weight_v, no EMA."""
-    train_state = {"epoch": 20, "iters_all": 2000, **({"fine_tune_epoch_start": 11} if fine_tuned else {})}
-    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "nested", num_kernels=2),
-                "gen_ema": None, "config": TINY_GENERATOR, "train_setup": NVIDIA_TRAIN_SETUP,
-                "train_state": train_state}, path)
 
 
 def test_reference_files_vocode_mel_files_with_their_mel_convention(tmp_path, capsys):

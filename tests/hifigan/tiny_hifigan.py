@@ -4,6 +4,7 @@ import torch
 
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
+from hifigan.checkpoints import generator_state_to_reference
 from hifigan.model import Generator
 
 # hop 8 * 8 * 4 = 256 as the audio parameters say; both fusion blocks dilated, so the receptive field is not trivial
@@ -36,3 +37,17 @@ def save_our_checkpoint(path, ema=False, audio_params=AudioParams(), seed=0):
 def log_mel(frames, batch=1, seed=0):
     generator = torch.Generator().manual_seed(seed)
     return torch.rand(batch, 80, frames, generator=generator) * 10.0 - 9.0
+
+
+NVIDIA_TRAIN_SETUP = {"segment_size": 8192, "filter_length": 1024, "num_mels": 80, "hop_length": 256,
+                      "win_length": 1024, "sampling_rate": 22050, "mel_fmin": 0.0, "mel_fmax": 8000.0,
+                      "mel_fmax_loss": None, "max_wav_value": 32768.0, "seed": 1234, "base_lr": 3e-4,
+                      "lr_decay": 0.9998, "epochs_all": 6500}
+
+
+def save_nvidia_file(path, generator, fine_tuned=False):
+    """hifigan_gen_checkpoint_*.pt as NVIDIA's train.py writes it: nested resblocks, weight_g/weight_v, no EMA."""
+    train_state = {"epoch": 20, "iters_all": 2000, **({"fine_tune_epoch_start": 11} if fine_tuned else {})}
+    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "nested", num_kernels=2),
+                "gen_ema": None, "config": TINY_GENERATOR, "train_setup": NVIDIA_TRAIN_SETUP,
+                "train_state": train_state}, path)

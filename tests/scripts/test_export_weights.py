@@ -17,7 +17,7 @@ from common.checkpoint import load_trained_model
 from common.errors import UserError
 from common.exported_weights import load_exported, read_exported
 from common.registry import FAMILIES, get_recipe
-from scripts import export_weights
+from scripts import export_weights, model_card
 from tests.families import corpus_of, run_args
 from tests.training_runs import untrained_checkpoint
 
@@ -265,3 +265,52 @@ def test_the_recognizer_takes_an_exported_folder(recognizer_checkpoint, syntheti
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), completed.stderr
     assert "holds WaveGlow weights, expected wav2vec2" in lines[0]
+
+
+def test_nvidia_and_jik876_generator_files_export_as_the_generator_alone(tmp_path):
+    """A reference generator file has no discriminators: its folder holds the generator, its mel convention and its
+    audio parameters, and vocodes exactly as the file does."""
+    from hifigan.checkpoints import generator_state_to_reference
+    from hifigan.model import Generator
+    from hifigan.vocoder import load_generator
+    from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_nvidia_file, tiny_generator
+
+    generator = tiny_generator()
+    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20.pt", generator)
+    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20_ft.pt", generator, fine_tuned=True)
+    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "flat", num_kernels=2)},
+               tmp_path / "g_00002000")
+    config = tmp_path / "config_tiny.json"
+    config.write_text(json.dumps({**TINY_GENERATOR, "num_mels": 80, "sampling_rate": 22050, "hop_size": 256}))
+    with pytest.raises(UserError, match="give --hifigan-config"):
+        export_weights.main([str(tmp_path / "g_00002000"), str(tmp_path / "no_config"), "-m", "HiFiGAN"])
+
+    mel = log_mel(7)
+    with torch.no_grad():
+        expected = generator(mel)
+    for name, flags, convention in (("hifigan_gen_checkpoint_20.pt", [], "jik876"),
+                                    ("hifigan_gen_checkpoint_20_ft.pt", [], "tacotron"),
+                                    ("g_00002000", ["--hifigan-config", str(config)], "jik876")):
+        folder = tmp_path / f"exported_{name}"
+        export_weights.main([str(tmp_path / name), str(folder), "-m", "HiFiGAN", *flags])
+        from_file = load_generator(str(tmp_path / name), torch.device("cpu"), hifigan_config=(flags or [None])[-1])
+        from_folder = load_generator(str(folder), torch.device("cpu"))
+        assert from_folder[1:] == from_file[1:] and from_folder[2] == convention  # audio parameters, convention
+        with torch.no_grad():
+            audio = from_folder[0](mel)
+            assert torch.equal(audio, from_file[0](mel))
+        assert (audio - expected).abs().max() < 1e-5  # weight norm folded on loading: equal up to rounding
+
+        model, metadata = load_exported(folder, "HiFiGAN")
+        assert isinstance(model, Generator) and metadata["generator_only"] and metadata["mel_convention"] == convention
+        assert metadata["model_config"] == {"generator": {**TINY_GENERATOR, "n_mel_channels": 80}}
+        nvidia = name.startswith("hifigan_gen")
+        assert metadata["training"]["epoch"] == (20 if nvidia else None)
+        assert metadata["training"]["iteration"] == (2000 if nvidia else None)
+        assert set(read_exported(folder)[1]) == {f"generator.{key}" for key in generator.state_dict()}
+        with pytest.raises(UserError, match="holds no moving average"):
+            load_generator(str(folder), torch.device("cpu"), ema=True)
+        model_card.main([str(folder), "-o", str(tmp_path / f"card_{name}.md")])
+        card = (tmp_path / f"card_{name}.md").read_text()
+        assert f"The generator alone of a published reference file (`{name}`, NVIDIA's or jik876's), trained on " \
+               f"{convention} mels" in card and "train.py" not in card

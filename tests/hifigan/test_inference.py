@@ -1,7 +1,6 @@
 """HiFi-GAN inference: loading our checkpoints (generator or its EMA) and NVIDIA's and jik876's files, streaming that
 equals whole-utterance synthesis, the receptive field, the denoiser, mel files to wavs, text to wav, and the
 mel-convention check."""
-import json
 
 import numpy as np
 import pytest
@@ -12,11 +11,10 @@ import inference
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.errors import UserError
-from hifigan.checkpoints import generator_state_to_reference
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
 from hifigan.vocoder import load_generator, receptive_field_frames, stream, synthesize_in_chunks
-from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_nvidia_file, save_our_checkpoint, tiny_generator
+from tests.hifigan.tiny_hifigan import log_mel, save_our_checkpoint, save_reference_files, tiny_generator
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -117,12 +115,7 @@ def test_reference_files_vocode_mel_files_with_their_mel_convention(tmp_path, ca
     torch.save(mel, tmp_path / "m.pt")
     with torch.no_grad():
         expected = generator(mel.unsqueeze(0))[0, 0]
-    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20.pt", generator)
-    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20_ft.pt", generator, fine_tuned=True)
-    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "flat", num_kernels=2)},
-               tmp_path / "g_00002000")
-    config = tmp_path / "config_tiny.json"
-    config.write_text(json.dumps({**TINY_GENERATOR, "num_mels": 80, "sampling_rate": 22050, "hop_size": 256}))
+    config = save_reference_files(tmp_path, generator)
 
     def vocode(checkpoint, *flags, output="out"):
         inference.main(["-m", "HiFiGAN", "-i", str(tmp_path / "m.pt"), "-o", str(tmp_path / output), "--hifigan",

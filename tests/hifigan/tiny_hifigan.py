@@ -1,5 +1,8 @@
 """A tiny HiFi-GAN generator, a checkpoint of it in the layout train.py -m HiFiGAN writes, and random log mels: for the
 HiFi-GAN inference and export tests and the scripts that vocode with HiFi-GAN."""
+import json
+from pathlib import Path
+
 import torch
 
 from common.audio import AudioParams
@@ -51,3 +54,15 @@ def save_nvidia_file(path, generator, fine_tuned=False):
     torch.save({"generator": generator_state_to_reference(generator.state_dict(), "nested", num_kernels=2),
                 "gen_ema": None, "config": TINY_GENERATOR, "train_setup": NVIDIA_TRAIN_SETUP,
                 "train_state": train_state}, path)
+
+
+def save_reference_files(folder, generator) -> Path:
+    """The generator as NVIDIA's base and fine-tuned files (hifigan_gen_checkpoint_20.pt, ..._20_ft.pt) and as
+    jik876's g_00002000 with its JSON, which is returned (config_tiny.json)."""
+    save_nvidia_file(folder / "hifigan_gen_checkpoint_20.pt", generator)
+    save_nvidia_file(folder / "hifigan_gen_checkpoint_20_ft.pt", generator, fine_tuned=True)
+    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "flat", num_kernels=2)},
+               folder / "g_00002000")
+    config = folder / "config_tiny.json"
+    config.write_text(json.dumps({**TINY_GENERATOR, "num_mels": 80, "sampling_rate": 22050, "hop_size": 256}))
+    return config

@@ -270,18 +270,12 @@ def test_the_recognizer_takes_an_exported_folder(recognizer_checkpoint, syntheti
 def test_nvidia_and_jik876_generator_files_export_as_the_generator_alone(tmp_path):
     """A reference generator file has no discriminators: its folder holds the generator, its mel convention and its
     audio parameters, and vocodes exactly as the file does."""
-    from hifigan.checkpoints import generator_state_to_reference
     from hifigan.model import Generator
     from hifigan.vocoder import load_generator
-    from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_nvidia_file, tiny_generator
+    from tests.hifigan.tiny_hifigan import TINY_GENERATOR, log_mel, save_reference_files, tiny_generator
 
     generator = tiny_generator()
-    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20.pt", generator)
-    save_nvidia_file(tmp_path / "hifigan_gen_checkpoint_20_ft.pt", generator, fine_tuned=True)
-    torch.save({"generator": generator_state_to_reference(generator.state_dict(), "flat", num_kernels=2)},
-               tmp_path / "g_00002000")
-    config = tmp_path / "config_tiny.json"
-    config.write_text(json.dumps({**TINY_GENERATOR, "num_mels": 80, "sampling_rate": 22050, "hop_size": 256}))
+    config = save_reference_files(tmp_path, generator)
     with pytest.raises(UserError, match="give --hifigan-config"):
         export_weights.main([str(tmp_path / "g_00002000"), str(tmp_path / "no_config"), "-m", "HiFiGAN"])
 

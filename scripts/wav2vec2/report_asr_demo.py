@@ -9,9 +9,10 @@ wav2vec2`: corpus WER and CER, per-utterance predictions). test_sentences and te
 (every corpus has them); test_everyday and test_everyday_voices the open corpus's (scripts/data/asr_corpus.py --text
 open). A split decoded a second time with the language model (<split>_lm/nvlog.json: `--decoder beam --lm`) gets its
 CER and WER beside the greedy ones, and the targets are judged on both. Where the corpus's utterances.csv names each
-utterance's voice, a split with several voices also gets a CER and WER per voice; where tts_ceiling/intelligibility.json is there (scripts/wav2vec2/tts_judge_ceiling.py), the CER on
-eSpeak NG's rendering of the TTS demo's test sentences. Writes report.json (every figure below, a few example
-transcripts per split) and report.txt (what it prints) into --output-dir.
+utterance's voice, a split with several voices also gets a CER and WER per voice; where
+tts_ceiling/intelligibility.json is there (scripts/wav2vec2/tts_judge_ceiling.py), the CER on eSpeak NG's rendering
+of the TTS demo's test sentences. Writes report.json (every figure below, a few example transcripts per split) and
+report.txt (what it prints) into --output-dir.
 """
 from __future__ import annotations
 

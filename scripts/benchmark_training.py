@@ -4,6 +4,8 @@
         --epochs 1 -d data/synthetic --training-files ... --validation-files ...
 
 Everything after `--` is a train.py command line. Batches cycle through the training set; nothing is saved.
+--profile N then runs N more steps under torch.profiler and prints its top operations by self time (where a step's
+time goes: tacotron2/RESULTS.md quotes one).
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--json", default=None, help="also write the result here")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="then profile N more steps and print the top operations (0: off)")
     options = parser.parse_args(argv[:split])
     train_argv = argv[split + 1:]
     args = train.parse_run_args(train_argv)  # as train.py reads them (presets, the reference's spellings)
@@ -40,12 +44,17 @@ def main() -> None:
     trainer.train_sampler.set_epoch(0)
     times, items = [], []
     batches = iter(trainer.train_loader)
-    for step in range(options.warmup + options.iterations):
+
+    def next_batch():
+        nonlocal batches
         try:
-            batch = next(batches)
+            return next(batches)
         except StopIteration:
             batches = iter(trainer.train_loader)
-            batch = next(batches)
+            return next(batches)
+
+    for step in range(options.warmup + options.iterations):
+        batch = next_batch()
         start = time.perf_counter()
         record = trainer.train_step([batch])  # host-to-device copy included, as in training
         if trainer.device.type == "cuda":
@@ -64,6 +73,15 @@ def main() -> None:
     if options.json:
         with open(options.json, "w") as handle:
             json.dump(result, handle, indent=2)
+    if options.profile > 0:
+        from torch.profiler import profile
+
+        steps = [next_batch() for _ in range(options.profile)]  # loaded first: the profile is the steps alone
+        with profile() as profiler:
+            for batch in steps:
+                trainer.train_step([batch])
+        print(f"== torch.profiler: {options.profile} training steps, self time")
+        print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 if __name__ == "__main__":

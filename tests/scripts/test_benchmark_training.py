@@ -1,0 +1,21 @@
+"""scripts/benchmark_training.py: the throughput of a tiny model's training steps, and --profile's table."""
+from __future__ import annotations
+
+import json
+import sys
+
+from scripts import benchmark_training
+from tests.families import run_args
+
+
+def test_reports_throughput_and_profiles_the_steps(synthetic_corpus, tmp_path, monkeypatch, capsys):
+    arguments = run_args("Tacotron2", synthetic_corpus, tmp_path)
+    monkeypatch.setattr(sys, "argv", ["benchmark_training", "--warmup", "1", "--iterations", "2", "--profile", "2",
+                                      "--json", str(tmp_path / "result.json"), "--", *arguments, "--epochs", "1"])
+    benchmark_training.main()
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["model"] == "Tacotron2" and result["iterations"] == 2 and result["mel_frames_per_sec"] > 0
+    printed = capsys.readouterr().out
+    assert "== torch.profiler: 2 training steps, self time" in printed
+    table = printed.split("== torch.profiler")[1]
+    assert "Self CPU" in table and "aten::" in table

@@ -21,7 +21,7 @@ demo-de: setup
 demo-asr: setup
 	bash scripts/wav2vec2/demo_asr.sh
 
-# make demo-pretrain -- wav2vec 2.0 pre-trained on the ASR corpus's audio, then fine-tuned on 10 % of its labels
+# make demo-pretrain -- wav2vec 2.0 pre-trained on the ASR corpus's audio, then fine-tuned on 2 % of its labels
 # beside the same fine-tune from a random start: scripts/wav2vec2/demo_pretrain.sh
 .PHONY: demo-pretrain
 demo-pretrain: setup

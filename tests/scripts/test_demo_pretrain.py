@@ -14,6 +14,7 @@ import pytest
 
 import train
 from common.errors import UserError
+from common.logger import read_dllogger_file
 from scripts.wav2vec2.labelled_subset import choose_subset, write_subset
 from scripts.wav2vec2.report_pretrain_demo import (codebook_check, curve, pretraining_records, relative_reduction,
                                                    find_test_splits)
@@ -48,6 +49,13 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     # spoken again by each of the 4 held-out voices)
     for folder in ("pretrain", "finetune_pretrained", "finetune_random"):
         assert (output / folder / "checkpoint_wav2vec2_last.pt").exists()
+    # both fine-tunes ran with the same settings but the start, half the frames masked (FINETUNE_MASK_PROB)
+    settings = {folder: [r["data"] for r in read_dllogger_file(output / folder / "nvlog.json")
+                         if r["step"] == "PARAMETER"][0] for folder in ("finetune_pretrained", "finetune_random")}
+    assert settings["finetune_pretrained"]["mask_prob"] == 0.5
+    differing = {key for key in settings["finetune_pretrained"]
+                 if settings["finetune_pretrained"][key] != settings["finetune_random"].get(key)}
+    assert differing == {"output", "w2v_path"}, differing
     split_sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
     for folder in ("finetune_pretrained", "finetune_random"):
         for split, size in split_sizes.items():

@@ -23,7 +23,7 @@ import train
 def main() -> None:
     argv = sys.argv[1:]
     if "--" not in argv:
-        raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] "
+        raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] [--profile N] "
                          "-- <train.py flags>")
     split = argv.index("--")
     parser = argparse.ArgumentParser(description="benchmark training throughput")
@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="then profile N more steps and print the top operations (0: off)")
     options = parser.parse_args(argv[:split])
+    if options.profile < 0:
+        parser.error(f"--profile must be 0 (off) or a number of steps, got {options.profile}")
     train_argv = argv[split + 1:]
     args = train.parse_run_args(train_argv)  # as train.py reads them (presets, the reference's spellings)
 

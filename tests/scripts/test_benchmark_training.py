@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from scripts import benchmark_training
 from tests.families import run_args
 
@@ -19,3 +21,11 @@ def test_reports_throughput_and_profiles_the_steps(synthetic_corpus, tmp_path, m
     assert "== torch.profiler: 2 training steps, self time" in printed
     table = printed.split("== torch.profiler")[1]
     assert "Self CPU" in table and "aten::" in table
+
+
+def test_a_negative_profile_count_is_an_error(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["benchmark_training", "--profile", "-1", "--", "-m", "Tacotron2"])
+    with pytest.raises(SystemExit) as stopped:
+        benchmark_training.main()
+    assert stopped.value.code == 2
+    assert "error: --profile must be 0 (off) or a number of steps, got -1" in capsys.readouterr().err

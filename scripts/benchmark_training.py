@@ -23,8 +23,8 @@ import train
 def main() -> None:
     argv = sys.argv[1:]
     if "--" not in argv:
-        raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] [--profile N] "
-                         "-- <train.py flags>")
+        raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] "
+                         "[--profile N] -- <train.py flags>")
     split = argv.index("--")
     parser = argparse.ArgumentParser(description="benchmark training throughput")
     parser.add_argument("--warmup", type=int, default=3)

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,13 +198,7 @@ def wav2vec2_pretraining(sizes: Sizes, paths: list[str], folder: Path) -> Target
 def fp32_peak_gflops(size: int, repeats: int = 5) -> float:
     """This CPU's fp32 matrix-product rate at the run's thread count: the best of `repeats` size^3 products."""
     a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)  # the first call allocates and picks kernels
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best / 1e9
+    return 2 * size ** 3 / benchmark_speed.best_seconds(lambda: torch.mm(a, b), repeats) / 1e9
 
 
 def count_flops(run: Callable[[], object]) -> int:

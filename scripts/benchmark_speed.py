@@ -337,14 +337,31 @@ def native_bf16() -> bool:
     return any(check() for check in checks if check is not None)
 
 
-def profile(target: Target, rows: int = 15) -> None:
+def print_top_operations(run: Callable[[], object], heading: str, rows: int = 15) -> None:
+    """Profile one call of `run` (torch.profiler, CPU) and print the heading, then its top operations by self time."""
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
+    with torch_profile(activities=[ProfilerActivity.CPU]) as profiler:
+        run()
+    print(heading)
+    print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
+def profile(target: Target, rows: int = 15) -> None:
     for variant in target.variants:
-        with torch_profile(activities=[ProfilerActivity.CPU]) as profiler:
-            variant.run()
-        print(f"\n== profile: {target.name} {target.precision} {variant.name} (one call; self CPU time)")
-        print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+        print_top_operations(variant.run, f"\n== profile: {target.name} {target.precision} {variant.name} (one call; "
+                             "self CPU time)", rows)
+
+
+def best_seconds(run: Callable[[], object], repeats: int) -> float:
+    """The fastest of `repeats` timed calls, after one untimed call (first-call allocations and kernel choice)."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def add_benchmark_args(parser: argparse.ArgumentParser, targets: tuple[str, ...]) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 import train
+from scripts.benchmark_speed import print_top_operations
 
 
 def main() -> None:
@@ -76,14 +77,9 @@ def main() -> None:
         with open(options.json, "w") as handle:
             json.dump(result, handle, indent=2)
     if options.profile > 0:
-        from torch.profiler import profile
-
         steps = [next_batch() for _ in range(options.profile)]  # loaded first: the profile is the steps alone
-        with profile() as profiler:
-            for batch in steps:
-                trainer.train_step([batch])
-        print(f"== torch.profiler: {options.profile} training steps, self time")
-        print(profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        print_top_operations(lambda: [trainer.train_step([batch]) for batch in steps],
+                             f"== torch.profiler: {options.profile} training steps, self time")
 
 
 if __name__ == "__main__":

@@ -13,27 +13,17 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
 from common.layers import remove_weight_norm
 from common.onnx_export import session
+from scripts.benchmark_speed import best_seconds
 from waveglow import export
 from waveglow.model import WaveGlow
 
 SAMPLING_RATE = 22050  # of the mels WaveGlow is trained on (LJSpeech's)
-
-
-def best_seconds(function, repeats: int) -> float:
-    function()  # warm-up: first-call allocations and onnxruntime's lazy set-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def parse_shape(text: str) -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """Latency of the whole text-to-wav pipeline (Tacotron 2 + WaveGlow + denoiser), as in NVIDIA's inference tables.
 
     python -m scripts.benchmark_pipeline --batch-size 1 --precision fp32 --wn-channels 256 --repeats 10 [--cpu]
+        [--decoder eager|fast|cuda-graphs]
     scripts/benchmark_pipeline.sh            # the grid: batch 1 and 4, fp32/bf16/fp16, WN 256 and 512
 
 Timing does not depend on the weights, only on the sizes and on how many frames are decoded. Without checkpoints
@@ -53,10 +54,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--decoder", default="eager", choices=["eager", "fast", "cuda-graphs"],
+                        help="Tacotron 2's decoder loop: the reference step, --fast-decoder, or --cuda-graphs")
     parser.add_argument("--tacotron2", default=None, help="a trained checkpoint instead of random weights")
     parser.add_argument("--waveglow", default=None, help="a trained checkpoint instead of random weights")
     parser.add_argument("--json", default=None, help="append the result as one JSON line to this file")
     options = parser.parse_args()
+    if options.cpu and options.decoder == "cuda-graphs":
+        parser.error("--decoder cuda-graphs needs a CUDA GPU: drop --cpu, or choose eager or fast")
 
     with tempfile.TemporaryDirectory() as folder:
         tacotron2 = options.tacotron2 or random_checkpoint("Tacotron2", {}, Path(folder), hold_gate_shut)
@@ -66,6 +71,7 @@ def main() -> None:
                 "--waveglow", str(waveglow), "-s", "0.6", "-d", "0.01", "--max-decoder-steps",
                 str(options.decoder_steps), "--no-torchscript"]
         argv += ["--cpu"] if options.cpu else []
+        argv += {"eager": [], "fast": ["--fast-decoder"], "cuda-graphs": ["--cuda-graphs"]}[options.decoder]
         argv += {"fp32": [], "bf16": ["--bf16"], "fp16": ["--amp"]}[options.precision]
         synthesizer = Synthesizer(inference.build_parser().parse_args(argv))
     phrases = [text for _, text in read_phrases(f"phrases/phrase_{options.input_length}.txt")]
@@ -80,7 +86,7 @@ def main() -> None:
     records = [throughput_record(run(), synthesizer.audio_params) for _ in range(options.repeats)]
     result = {"device": str(synthesizer.device), "batch_size": options.batch_size,
               "input_length": options.input_length, "precision": options.precision,
-              "wn_channels": options.wn_channels, "torch_threads": torch.get_num_threads(),
+              "wn_channels": options.wn_channels, "decoder": options.decoder, "torch_threads": torch.get_num_threads(),
               **latency_statistics([record["latency"] for record in records])}
     for key in ("tacotron2_latency", "vocoder_latency", "samples_per_sec", "real_time_factor", "mel_frames"):
         result[key] = float(np.mean([record[key] for record in records]))

@@ -22,6 +22,15 @@
 #   hifigan    scripts/hifigan/benchmark_hifigan.sh on the GPU (generator inference grid, training step at batch 16 in
 #              TF32, then --amp and --bf16), and HIFIGAN_UPDATES updates of HiFi-GAN with --amp through train.py (two
 #              loss scalers): non-finite losses and skipped steps              -> hifigan_*.json
+#   graphs     the CUDA-graph decoder's GPU tests (tests/tacotron2/test_cuda_graphs.py), then text to wav at batch 1
+#              with the eager, fast and CUDA-graph decoders (scripts/benchmark_pipeline.py --decoder)  -> pipeline_graphs.jsonl
+#   wav2vec2   wav2vec 2.0 Base CTC inference at batch 1 and 16 in fp32, fp16 and bf16 (SDPA attention), with and
+#              without NVIDIA's Hourglass, and Base pre-training throughput at Hourglass factors 1, 2 and 4 in bf16
+#              (scripts/wav2vec2/benchmark_wav2vec2*.sh)                   -> wav2vec2_*.json
+#   ncu        Nsight Compute over one batch-1 generation of each nvwavenet kernel (scripts/nvwavenet/profile_kernels.py),
+#              and each kernel's registers, spills and shared memory (cuobjdump)   -> ncu_<variant>.txt, resources.txt
+#   tts        scripts/tacotron2/gpu_tts_run.sh: Tacotron 2 and HiFi-GAN trained for a fixed time, scored by the
+#              recognizer ASR (required)                                      -> gpu_tts/
 #
 # Environment:
 #   PYTHON      interpreter (default .venv/bin/python, else python3)
@@ -47,9 +56,10 @@ fi
 LOG_DIR=$(mkdir -p "${LOG_DIR:-output/gpu_checks}" && cd "${LOG_DIR:-output/gpu_checks}" && pwd)
 WORK_DIR=${WORK_DIR:-/tmp/gpu_checks}
 DEADLINE=${DEADLINE:-3600}
-ALL_STAGES=(env build test sanitize nvwavenet corpus training nan pipeline trainer hifigan)
+ALL_STAGES=(env build test sanitize nvwavenet corpus training nan pipeline trainer hifigan graphs wav2vec2 ncu tts)
 declare -A LIMIT=([env]=60 [build]=600 [test]=300 [sanitize]=400 [nvwavenet]=900 [corpus]=120 [training]=600
-                  [nan]=300 [pipeline]=900 [trainer]=240 [hifigan]=420)
+                  [nan]=300 [pipeline]=900 [trainer]=240 [hifigan]=420 [graphs]=300 [wav2vec2]=420 [ncu]=300
+                  [tts]=900)
 export PYTHON LOG_DIR WORK_DIR REPO
 export PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-$(nproc)}
 mkdir -p "$WORK_DIR"
@@ -232,6 +242,73 @@ stage_hifigan() {
         --num-workers 8 --quiet || status=1
     cp "$WORK_DIR/hifigan_amp/nvlog.json" "$LOG_DIR/hifigan_amp_nvlog.json" 2>/dev/null
     return $status
+}
+
+stage_graphs() {
+    local status=0 decoder precision
+    "$PYTHON" -m pytest -q -p no:cacheprovider tests/tacotron2/test_cuda_graphs.py || status=1
+    for decoder in eager fast cuda-graphs; do
+        for precision in fp16 fp32; do
+            echo "== text to wav, batch 1, $precision, decoder $decoder"
+            "$PYTHON" -m scripts.benchmark_pipeline --batch-size 1 --precision "$precision" --decoder "$decoder" \
+                --repeats "${PIPELINE_REPEATS:-5}" --warmup "${PIPELINE_WARMUP:-2}" \
+                --json "$LOG_DIR/pipeline_graphs.jsonl" || status=1
+        done
+    done
+    echo "== text to wav, batch 4, fp16, decoder cuda-graphs"
+    "$PYTHON" -m scripts.benchmark_pipeline --batch-size 4 --precision fp16 --decoder cuda-graphs \
+        --repeats "${PIPELINE_REPEATS:-5}" --warmup "${PIPELINE_WARMUP:-2}" --json "$LOG_DIR/pipeline_graphs.jsonl" \
+        || status=1
+    return $status
+}
+
+stage_wav2vec2() {
+    local status=0 precision hourglass name
+    for hourglass in none "[2,(8,4),2]"; do
+        for precision in fp32 amp bf16; do
+            echo "== wav2vec 2.0 Base inference, $precision, Hourglass $hourglass"
+            # The benchmark's random-weight checkpoint (360 MB) stays in WORK_DIR; its JSON comes to LOG_DIR.
+            name=wav2vec2_inference_${precision}_${hourglass//[^0-9a-z]/}
+            DEVICE=gpu PYTHON=$PYTHON PRECISION=$precision BATCH_SIZES="1 16" REPEATS=${W2V_REPEATS:-20} \
+                HOURGLASS=$hourglass OUTPUT_DIR="$WORK_DIR/$name" \
+                bash scripts/wav2vec2/benchmark_wav2vec2_inference.sh || status=1
+            cp "$WORK_DIR/$name/wav2vec2_inference.json" "$LOG_DIR/$name.json" 2>/dev/null
+        done
+    done
+    echo "== wav2vec 2.0 Base pre-training throughput, bf16, Hourglass factors 1 2 4"
+    DEVICE=gpu PYTHON=$PYTHON PRECISION=bf16 MODES=pretrain SIZES=base FACTORS="1 2 4" \
+        WARMUP=${W2V_WARMUP:-2} ITERATIONS=${W2V_ITERATIONS:-5} DATA_DIR="$WORK_DIR/wav2vec2_benchmark" \
+        OUTPUT_DIR="$WORK_DIR/wav2vec2_pretrain" bash scripts/wav2vec2/benchmark_wav2vec2.sh || status=1
+    cp "$WORK_DIR/wav2vec2_pretrain/wav2vec2_training.json" "$LOG_DIR/wav2vec2_pretrain.json" 2>/dev/null
+    return $status
+}
+
+stage_ncu() {
+    if ! command -v ncu >/dev/null; then echo "ncu (Nsight Compute) not found"; return 2; fi
+    local status=0 variant library
+    library=$("$PYTHON" -c "
+import glob
+from nvwavenet import kernels
+kernels.cuda_library()
+print(max(glob.glob(str(kernels._build_dir() / 'cuda_*' / '*.so')), key=lambda path: __import__('os').path.getmtime(path)))")
+    cuobjdump --dump-resource-usage "$library" | grep -E "Function|REG" >"$LOG_DIR/resources.txt" || status=1
+    grep -A1 -E "Function .*(single_block|dual_block|persistent)_kernel" "$LOG_DIR/resources.txt" | head -40
+    for variant in single dual persistent; do
+        echo "== ncu: $variant, medium model, batch 1, ${NCU_PRECISION:-fp32}"
+        timeout -k 5 120 ncu --kernel-name "regex:^${variant}" --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+            "$PYTHON" -m scripts.nvwavenet.profile_kernels --variant "$variant" --precision "${NCU_PRECISION:-fp32}" \
+            --samples "${NCU_SAMPLES:-2048}" >"$LOG_DIR/ncu_$variant.txt" 2>&1 || status=1
+        grep -E "samples/s|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles Per Issued|Issued Ipc|Memory Throughput|Compute \(SM\)|L2 Hit|Block Limit|Grid Size|Block Size|No Eligible" \
+            "$LOG_DIR/ncu_$variant.txt" | head -40
+    done
+    return $status
+}
+
+stage_tts() {
+    [ -n "${ASR:-}" ] || { echo "set ASR to the recognizer's checkpoint"; return 2; }
+    PYTHON=$PYTHON WORK_DIR="$WORK_DIR/gpu_tts" OUTPUT_DIR="$LOG_DIR/gpu_tts" bash scripts/tacotron2/gpu_tts_run.sh
 }
 
 if [ "${1:-}" = --stage ]; then

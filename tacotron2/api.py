@@ -51,6 +51,16 @@ def quantize_tacotron2(model: torch.nn.Module, fast_decoder: bool) -> None:
     quantize_int8(model.eval(), TACOTRON2_INT8_LAYERS)
 
 
+def check_cuda_graphs(args: argparse.Namespace, device: torch.device, quantized: bool) -> None:
+    """--cuda-graphs records the eager fast decoder's steps on a GPU: nothing else."""
+    for flag, given in (("--compile", args.compile), ("--torchscript", args.torchscript), ("--quantize", quantized)):
+        if given:
+            raise UserError(f"--cuda-graphs records the eager fast decoder; it cannot be combined with {flag}: "
+                            "drop one of them")
+    if device.type != "cuda":
+        raise UserError("--cuda-graphs needs a CUDA GPU: drop --cuda-graphs (or --cpu)")
+
+
 def pad_token_ids(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     lengths = torch.tensor([len(ids) for ids in sequences], dtype=torch.long)
     padded = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long)
@@ -118,11 +128,13 @@ class Synthesizer:
         self.vocoder = load_vocoder(args, self.device, self.audio_params)
         self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
                                                 f"the Tacotron 2 checkpoint {args.tacotron2}")
-        fast = args.fast_decoder or args.compile
+        quantized = check_quantize(getattr(args, "quantize", None), self.device, self.dtype)
+        if args.cuda_graphs:
+            check_cuda_graphs(args, self.device, quantized)
+        fast = args.fast_decoder or args.compile or args.cuda_graphs
         if fast and args.torchscript:
             raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
                             f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
-        quantized = check_quantize(getattr(args, "quantize", None), self.device, self.dtype)
         if quantized and (args.compile or args.torchscript):
             raise UserError("--quantize int8 runs eagerly; it cannot be combined with "
                             f"{'--torchscript' if args.torchscript else '--compile'}: drop one of them")
@@ -130,6 +142,8 @@ class Synthesizer:
             self.tacotron2.decoder.compile_step()
         else:
             self.tacotron2.decoder.fast = args.fast_decoder
+        if args.cuda_graphs:
+            self.tacotron2.decoder.use_cuda_graphs()
         if quantized:
             if not args.fast_decoder:
                 # Measured on the demo's model (tacotron2/RESULTS.md, "int8 Tacotron 2"): per-tensor int8 LSTMs cost

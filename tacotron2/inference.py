@@ -46,6 +46,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
                        help="the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
                             "fast_inference_step); --compile implies it")
+    group.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=False,
+                       help="replay the decoder's steps from CUDA graphs, 16 steps a launch (tacotron2/cuda_graphs.py;"
+                            " a GPU only; implies --fast-decoder)")
     add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers, and with --fast-decoder its merged products "
                             "(not with --compile or --torchscript)")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")

@@ -26,7 +26,8 @@ What differs from NVIDIA's code (all of it fixes):
 
 Speed. `Decoder.step` is the decoder as the paper and NVIDIA write it, and `forward` and `infer` run it by default.
 `Decoder.fast = True` (--fast-decoder, or --compile) runs the same computation rearranged, equal to rounding: see
-"The fast decoder" below. Inference never synchronises with the host per step on a GPU (see Decoder.infer).
+"The fast decoder" below. Inference never synchronises with the host per step on a GPU (see Decoder.infer), and
+`Decoder.use_cuda_graphs()` (--cuda-graphs) replays its fast steps from CUDA graphs (tacotron2/cuda_graphs.py).
 
 Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
 `F.dropout(x, 0.5, training=True)` of their Prenet by `x * keep_mask * 2`, feeding the same boolean keep masks here
@@ -344,6 +345,7 @@ class Decoder(nn.Module):
         # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
         # up to this many - 1 steps are decoded past the last stop and cut off.
         self.accelerator_stop_check_interval = 16
+        self.cuda_graphs = None  # use_cuda_graphs' loop, which infer then runs
 
     def compile_step(self) -> None:
         """torch.compile the fast decoder's per-step work (and use the fast decoder). Dropout stays outside the
@@ -367,6 +369,15 @@ class Decoder(nn.Module):
         self.step_functions = EAGER_STEP_FUNCTIONS._replace(
             inference_step=functools.partial(fast_inference_step, linear=int8_linear))
         self.fast = True
+
+    @torch.jit.unused
+    def use_cuda_graphs(self) -> None:
+        """Run inference's steps from CUDA graphs of accelerator_stop_check_interval fast steps each
+        (tacotron2/cuda_graphs.py; `inference.py --cuda-graphs`). On a CPU the same loop runs without recording."""
+        from tacotron2.cuda_graphs import CudaGraphDecoderLoop
+
+        self.fast = True
+        self.cuda_graphs = CudaGraphDecoderLoop(self, self.accelerator_stop_check_interval)
 
     def initial_state(self, memory: Tensor) -> DecoderState:
         batch, text_length = memory.size(0), memory.size(1)
@@ -521,6 +532,10 @@ class Decoder(nn.Module):
         Outputs go into tensors allocated once, and whether every utterance has stopped is read on the host only
         every stop_check_interval steps: on a GPU that read waits for all queued work, which would otherwise stall
         the queue every step. Steps decoded past the stop are cut off, so every interval gives the same results."""
+        if not torch.jit.is_scripting():
+            if self.cuda_graphs is not None and not self.training:
+                return self.cuda_graphs.infer(memory, text_lengths, max_steps, gate_threshold, early_stopping,
+                                              generator, prenet_masks)
         batch = memory.size(0)
         processed_memory = self.attention_layer.memory_layer(memory)
         padding = ~lengths_to_mask(text_lengths, memory.size(1))

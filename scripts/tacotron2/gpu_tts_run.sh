@@ -6,7 +6,8 @@
 # teacher-forced mels, synthesize the corpus's held-out test sentences, and score them with a recognizer.
 #   ASR=recognizer.pt scripts/tacotron2/gpu_tts_run.sh [--stage N] [--stop-stage N]
 #       stage 1: the corpus (scripts/data/synthetic_corpus.py, UTTERANCES utterances) into WORK_DIR/corpus
-#       stage 2: Tacotron 2 for TACOTRON2_SECONDS and HiFi-GAN for HIFIGAN_SECONDS, at the same time
+#       stage 2: Tacotron 2 for TACOTRON2_SECONDS and HiFi-GAN for HIFIGAN_SECONDS, at the same time (SIDE_BY_SIDE=0:
+#                one after the other, so Tacotron 2 has the GPU to itself)
 #       stage 3: teacher-forced mels of the training set (scripts/hifigan/extract_gta_mels.sh), then HiFi-GAN
 #                fine-tuned on them for FINETUNE_SECONDS
 #       stage 4: the first TEST_SENTENCES test sentences through Tacotron 2 + Griffin-Lim, + HiFi-GAN and + the
@@ -15,14 +16,16 @@
 #   Environment: ASR (required for stage 4), UTTERANCES (3000), TACOTRON2_SECONDS (300), HIFIGAN_SECONDS (300),
 #   FINETUNE_SECONDS (90), TEST_SENTENCES (25), WORK_DIR (/tmp/gpu_tts: corpus and checkpoints), OUTPUT_DIR
 #   (output/gpu_tts: the wavs, scores, logs and report), WORKERS (6 data-loader workers per training), PRECISION_FLAGS
-#   (--amp), EXTRA_FLAGS (given to every train.py and inference.py: "--cpu" for a dry run on a CPU), PYTHON.
+#   (--amp), EXTRA_FLAGS (given to every train.py and inference.py: "--cpu" for a dry run on a CPU), TACOTRON2_CONFIG
+#   (configs/tacotron2_nvidia.json; or configs/tacotron2_demo.json, the demo's small model), SIDE_BY_SIDE
+#   (1), PYTHON. Measured, and what 4.5 minutes side by side fell short of: tacotron2/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
 fi
 die() { echo "gpu_tts_run.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
 read_stage_flags 1 4 "$@"
 [ ${#train_flags[@]} -eq 0 ] || die "unknown arguments: ${train_flags[*]} (only --stage and --stop-stage)"
@@ -56,17 +59,19 @@ if runs 1; then
 fi
 
 if runs 2; then
-    echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s and HiFi-GAN for ${HIFIGAN_SECONDS:-300} s, side by side"
+    echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s and HiFi-GAN for ${HIFIGAN_SECONDS:-300} s" \
+         "$([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")"
     train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" -m Tacotron2 \
-        --config-file configs/tacotron2_nvidia.json -o "$WORK_DIR/tacotron2" --epochs 100000 \
+        --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" -o "$WORK_DIR/tacotron2" --epochs 100000 \
         "${data_flags[@]}" &
     tacotron2=$!
+    status=0
+    if [ "${SIDE_BY_SIDE:-1}" != 1 ]; then wait $tacotron2 || status=1; fi
     train_for "${HIFIGAN_SECONDS:-300}" "$OUTPUT_DIR/hifigan.log" -m HiFiGAN \
         --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan" --epochs 100000 \
         --val-interval-updates 1000000 "${data_flags[@]}" &
     hifigan=$!
-    status=0
-    wait $tacotron2 || status=1
+    if [ "${SIDE_BY_SIDE:-1}" = 1 ]; then wait $tacotron2 || status=1; fi
     wait $hifigan || status=1
     cp "$WORK_DIR/tacotron2/nvlog.json" "$OUTPUT_DIR/tacotron2_nvlog.json"
     cp "$WORK_DIR/hifigan/nvlog.json" "$OUTPUT_DIR/hifigan_nvlog.json"

@@ -16,7 +16,8 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               inference runs it: eager, compiled (--compile: hifigan/vocoder.py)
   wav2vec2-infer     >= 1.5x  wav2vec 2.0 Base CTC (NVIDIA's Base recipe's Hourglass [2,(8,4),2]), batch 1, a 6 s
                               utterance, through wav2vec2/api.py's Recognizer: eager, compiled (compile=True), int8
-                              (quantize="int8": int8 linear layers)
+                              (quantize="int8": int8 linear layers and feature-extractor convolutions),
+                              compiled-int8 (both)
   hifigan-train      >= 1.3x  a training step of generator v1 + MPD + MSD through the shared Trainer (hifigan/recipe.py's
                               step), batch 4, segment 8192: eager, compiled (train.py --compile)
   wav2vec2-pretrain  >= 1.3x  a Base pre-training step (configs/wav2vec2_pretrain_base.json, Hourglass factor 4)
@@ -134,8 +135,8 @@ def wav2vec2_inference(sizes: Sizes, paths: list[str], folder: Path) -> Target:
 
     def recognize_with(path: str) -> Callable[[], None]:
         recognizer = Recognizer.from_checkpoint(checkpoint, "cpu", "bf16" if path == "bf16" else "fp32", 1,
-                                                quantize="int8" if path == "int8" else "none",
-                                                compile=path == "compiled")
+                                                quantize="int8" if "int8" in path else "none",
+                                                compile="compiled" in path)
         batch = recognizer.utterances(wav)
         return lambda: recognizer.logits(batch)
 
@@ -254,7 +255,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                                                        ["eager", "fast", *compiled, "int8",
                                                                         "fast-int8"]),
         "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", *compiled, *bf16]),
-        "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8", *bf16], folder),
+        "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
+                                                             *(["compiled-int8"] if options.compile else []), *bf16],
+                                                     folder),
         "hifigan-train": lambda: hifigan_training(sizes, ["eager", *compiled, *bf16], folder),
         "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, ["eager", *compiled, *bf16], folder),
         "waveglow-infer": lambda: benchmark_speed.waveglow_inference(sizes.speed, "fp32", ["eager", "fast",

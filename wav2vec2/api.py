@@ -149,14 +149,14 @@ class Recognizer:
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
         folder, or a URL whose file name carries its sha256 prefix. device: default the GPU if there is one.
         precision: fp32, fp16 or bf16 (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary.
-        flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers (CPU
-        only, common/quantization.py). compile: torch.compile the model (its first batch of each new length pays the
-        compile time)."""
+        flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers and
+        feature-extractor convolutions (CPU only, common/quantization.py). compile: torch.compile the model (its
+        first batch of each new length pays the compile time)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
         dtype = api_dtype(precision)
         if check_quantize(quantize, device, dtype):
-            quantize_int8(model, {torch.nn.Linear})
+            quantize_int8(model, {torch.nn.Linear, torch.nn.Conv1d})
         if compile:
             model.compile()
         return cls(model, dictionary, device, dtype, batch_size)

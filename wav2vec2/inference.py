@@ -57,7 +57,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-i", "--input", nargs="+", required=True,
                        help="a manifest (.tsv: root line, then path<TAB>samples) or audio files")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
-    add_quantize_arg(group, "the transformer's and projections' linear layers")
+    add_quantize_arg(group, "the linear layers and the feature extractor's convolutions (all but the first)")
     group.add_argument("--labels-path", default=None,
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")

@@ -9,7 +9,7 @@ from torch.ao.nn.quantized import dynamic
 
 import inference
 from common.errors import UserError
-from common.quantization import check_quantize, int8_linear, pack_int8_linear
+from common.quantization import Int8Conv1d, check_quantize, int8_linear, pack_int8_linear
 from scripts.benchmark_pipeline import hold_gate_shut, random_checkpoint
 from scripts.wav2vec2.benchmark_wav2vec2 import save_random_ctc_checkpoint, write_batch_inputs
 from tacotron2.api import Synthesizer, quantize_tacotron2
@@ -109,12 +109,67 @@ def test_the_quantize_flag_is_tacotron2s_and_wav2vec2s_and_defaults_to_none():
                                                           "--quantize", "int8"]).quantize == "int8"
 
 
-def test_wav2vec2_int8_logits_are_close_to_fp32_and_its_linears_are_int8(tmp_path):
+def test_wav2vec2_int8_logits_are_close_to_fp32_and_its_linears_and_extractor_convolutions_are_int8(tmp_path):
     checkpoint = tmp_path / "ctc.pt"
     save_random_ctc_checkpoint(checkpoint, "tiny", None)
     wav = write_batch_inputs(tmp_path / "inputs", 1, 1.0, 1.0)
     recognizers = [Recognizer.from_checkpoint(checkpoint, "cpu", quantize=quantize) for quantize in ("none", "int8")]
     assert any(type(module) is dynamic.Linear for module in recognizers[1].model.modules())
     assert not any(type(module) is torch.nn.Linear for module in recognizers[1].model.modules())
+    extractor = recognizers[1].model.w2v_encoder.w2v_model.feature_extractor
+    convolutions = [block[0] for block in extractor.conv_layers]
+    # The first convolution reads the raw waveform (one channel) and stays float32; every other one is int8.
+    assert type(convolutions[0]) is torch.nn.Conv1d and len(convolutions) > 1
+    assert all(type(conv) is Int8Conv1d for conv in convolutions[1:])
     logits = [recognizer.logits(recognizer.utterances(wav))[0] for recognizer in recognizers]
     assert_close_to_fp32(logits[1], logits[0])
+
+
+@pytest.mark.parametrize("stride, dilation, padding, bias", [(2, 1, 0, False), (2, 2, 0, True), (1, 3, 6, True),
+                                                             (4, 1, 1, False)])
+def test_an_int8_convolution_is_close_to_the_float_one_and_keeps_its_output_length(stride, dilation, padding, bias):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(24, 40, 5, stride=stride, dilation=dilation, padding=padding, bias=bias).eval()
+    x = torch.nn.functional.gelu(torch.randn(2, 24, 300))
+    x[1] *= torch.linspace(0.001, 3.0, 300)  # quiet frames beside loud ones: each frame has its own scale
+    with torch.no_grad():
+        exact, int8 = conv(x), Int8Conv1d(conv)(x)
+    assert int8.shape == exact.shape
+    assert_close_to_fp32(int8, exact)
+    # Per frame, not per call: the quiet start of the second utterance keeps its relative precision (0.5 % of its
+    # range here; one scale per call gives 4.8 %).
+    quiet_int8, quiet_exact = int8[1, :, :20], exact[1, :, :20]
+    assert float((quiet_int8 - quiet_exact).abs().max()) <= 0.01 * float(quiet_exact.max() - quiet_exact.min())
+
+
+def test_an_int8_convolution_over_long_inputs_goes_in_slices_that_give_the_whole_products_result(monkeypatch):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(16, 8, 3, stride=2, bias=True).eval()
+    x = torch.randn(1, 16, 401)
+    with torch.no_grad():
+        whole = Int8Conv1d(conv)(x)
+        monkeypatch.setattr(Int8Conv1d, "MAX_FIELD_VALUES", 16 * 3 * 7)  # 7 frames per product: 29 slices
+        sliced = Int8Conv1d(conv)(x)
+    assert sliced.shape == whole.shape == (1, 8, 200)
+    # Each frame is quantized on its own scale, so slicing changes at most the rounding of the per-call zero point.
+    assert float((sliced - whole).abs().max()) <= 0.01 * float(whole.max() - whole.min())
+    assert_close_to_fp32(sliced, conv(x).detach())
+
+
+def test_an_int8_convolution_names_an_input_shorter_than_its_receptive_field():
+    conv = Int8Conv1d(torch.nn.Conv1d(4, 4, 5, dilation=2).eval())
+    with pytest.raises(ValueError, match="an input of 8 samples is shorter than the convolution's receptive field "
+                                         r"\(9\)"):
+        conv(torch.randn(1, 4, 8))
+
+
+@pytest.mark.slow  # inductor compiles on the CPU
+def test_a_compiled_int8_convolution_gives_the_eager_one(monkeypatch):
+    """The benchmark's compiled-int8 path (Recognizer(quantize="int8", compile=True)) compiles Int8Conv1d."""
+    torch.manual_seed(0)
+    monkeypatch.setattr(Int8Conv1d, "MAX_FIELD_VALUES", 8 * 3 * 25)  # two slices: the loop is compiled too
+    conv = Int8Conv1d(torch.nn.Conv1d(8, 6, 3, stride=2, bias=True).eval())
+    x = torch.nn.functional.gelu(torch.randn(1, 8, 101))
+    with torch.no_grad():
+        eager, compiled = conv(x), torch.compile(conv)(x)
+    torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-5)

@@ -29,7 +29,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from common.layers import remove_weight_norm, weight_norm
+from common.layers import (Conv1d, ConvTranspose1d, as_image_rows, from_image_rows, remove_weight_norm,
+                           weight_norm)
 
 MPD_PERIODS = (2, 3, 5, 7, 11)  # the multi-period discriminator's, in every published HiFi-GAN
 LRELU_SLOPE = 0.1  # every leaky ReLU inside the networks; the one before conv_post keeps torch's default 0.01
@@ -59,10 +60,10 @@ class ResBlock1(nn.Module):
     def __init__(self, channels: int, kernel_size: int, dilations=(1, 3, 5)):
         super().__init__()
         self.convs1 = nn.ModuleList(
-            weight_norm(nn.Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)))
+            weight_norm(Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)))
             for d in dilations)
         self.convs2 = nn.ModuleList(
-            weight_norm(nn.Conv1d(channels, channels, kernel_size, padding=same_padding(kernel_size)))
+            weight_norm(Conv1d(channels, channels, kernel_size, padding=same_padding(kernel_size)))
             for _ in dilations)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -77,7 +78,7 @@ class ResBlock2(nn.Module):
     def __init__(self, channels: int, kernel_size: int, dilations=(1, 3)):
         super().__init__()
         self.convs = nn.ModuleList(
-            weight_norm(nn.Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)))
+            weight_norm(Conv1d(channels, channels, kernel_size, dilation=d, padding=same_padding(kernel_size, d)))
             for d in dilations)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,7 +91,10 @@ RESBLOCKS = {"1": ResBlock1, "2": ResBlock2}
 
 
 class Generator(nn.Module):
-    """Mel (B, n_mel_channels, T) -> audio (B, 1, T * hop_length) in [-1, 1]."""
+    """Mel (B, n_mel_channels, T) -> audio (B, 1, T * hop_length) in [-1, 1].
+
+    image_rows: compute on the signals as one-row images in channels-last memory (common/layers.py), the same numbers
+    to float rounding; faster on the CPU (hifigan/RESULTS.md), so inference there sets it (hifigan/vocoder.py)."""
 
     def __init__(self, n_mel_channels: int = 80, resblock: str = "1", upsample_rates=(8, 8, 2, 2),
                  upsample_kernel_sizes=(16, 16, 4, 4), upsample_initial_channel: int = 512,
@@ -116,21 +120,22 @@ class Generator(nn.Module):
         self.hop_length = math.prod(upsample_rates)
         self.num_kernels = len(resblock_kernel_sizes)
 
-        self.conv_pre = weight_norm(nn.Conv1d(n_mel_channels, upsample_initial_channel, 7, padding=3))
+        self.conv_pre = weight_norm(Conv1d(n_mel_channels, upsample_initial_channel, 7, padding=3))
         self.ups = nn.ModuleList()
         self.resblocks = nn.ModuleList()
         channels = upsample_initial_channel
         for rate, kernel in zip(upsample_rates, upsample_kernel_sizes):
-            self.ups.append(weight_norm(nn.ConvTranspose1d(channels, channels // 2, kernel, rate,
+            self.ups.append(weight_norm(ConvTranspose1d(channels, channels // 2, kernel, rate,
                                                            padding=(kernel - rate) // 2)))
             channels //= 2
             self.resblocks.append(nn.ModuleList(
                 RESBLOCKS[resblock](channels, kernel_size, dilations)
                 for kernel_size, dilations in zip(resblock_kernel_sizes, resblock_dilation_sizes)))
-        self.conv_post = weight_norm(nn.Conv1d(channels, 1, 7, padding=3))
+        self.conv_post = weight_norm(Conv1d(channels, 1, 7, padding=3))
+        self.image_rows = False
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        x = self.conv_pre(mel)
+        x = self.conv_pre(as_image_rows(mel) if self.image_rows else mel)
         for upsample, fusion in zip(self.ups, self.resblocks):
             x = upsample(F.leaky_relu(x, LRELU_SLOPE))
             # Multi-receptive-field fusion: every block sees the same input; their outputs are averaged.
@@ -139,7 +144,8 @@ class Generator(nn.Module):
                 total = total + block(x)
             x = total / self.num_kernels
         x = F.leaky_relu(x)  # default slope 0.01, as in both reference implementations
-        return torch.tanh(self.conv_post(x))
+        audio = torch.tanh(self.conv_post(x))
+        return from_image_rows(audio) if self.image_rows else audio
 
     def remove_weight_norm(self) -> None:
         """Fold weight norm into plain weights for inference (same outputs, fewer operations). Idempotent."""
@@ -208,10 +214,10 @@ class DiscriminatorS(nn.Module):
         super().__init__()
         norm = nn.utils.parametrizations.spectral_norm if spectral_norm else weight_norm
         self.convs = nn.ModuleList(
-            norm(nn.Conv1d(max(c_in // width_divisor, 1), c_out // width_divisor, kernel, stride, groups=groups,
+            norm(Conv1d(max(c_in // width_divisor, 1), c_out // width_divisor, kernel, stride, groups=groups,
                            padding=same_padding(kernel)))
             for c_in, c_out, kernel, stride, groups in self.LAYERS)
-        self.conv_post = norm(nn.Conv1d(1024 // width_divisor, 1, 3, 1, padding=1))
+        self.conv_post = norm(Conv1d(1024 // width_divisor, 1, 3, 1, padding=1))
 
     def forward(self, audio: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         return score_with_feature_maps(self.convs, self.conv_post, audio)

@@ -13,7 +13,9 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               (--quantize int8: the reference step with int8 LSTMs and linear layers), fast-int8
                               (--fast-decoder --quantize int8: the fast step's merged products in int8 too)
   hifigan-infer      >= 1.5x  the HiFi-GAN v1 generator, batch 1, 400 mel frames (4.6 s), weight norm folded as
-                              inference runs it: eager, compiled (--compile: hifigan/vocoder.py)
+                              inference runs it: eager (signals as (B, C, T)), fast (as one-row channels-last
+                              images, what inference runs on the CPU: hifigan/vocoder.py), compiled (fast and
+                              --compile)
   wav2vec2-infer     >= 1.5x  wav2vec 2.0 Base CTC (NVIDIA's Base recipe's Hourglass [2,(8,4),2]), batch 1, a 6 s
                               utterance, through wav2vec2/api.py's Recognizer: eager, compiled (compile=True), int8
                               (quantize="int8": int8 linear layers and feature-extractor convolutions),
@@ -113,8 +115,9 @@ def hifigan_inference(sizes: Sizes, paths: list[str]) -> Target:
         generator = Generator(**sizes.hifigan_generator).eval()
         generator.load_state_dict(reference.state_dict())
         generator.remove_weight_norm()
+        generator.image_rows = path != "eager"  # as hifigan/vocoder.py's load_vocoder does on the CPU
         if path == "compiled":
-            generator.compile()  # as hifigan/vocoder.py's load_vocoder does with --compile
+            generator.compile()  # as load_vocoder does with --compile
 
         def infer():
             with torch.inference_mode(), autocast_for(path):
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "tacotron2-infer": lambda: benchmark_speed.tacotron2_inference(sizes.speed, "fp32",
                                                                        ["eager", "fast", *compiled, "int8",
                                                                         "fast-int8"]),
-        "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", *compiled, *bf16]),
+        "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", "fast", *compiled, *bf16]),
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
                                                              *(["compiled-int8"] if options.compile else []), *bf16],
                                                      folder),

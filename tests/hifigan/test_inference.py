@@ -13,7 +13,7 @@ from common.checkpoint import save_checkpoint
 from common.errors import UserError
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
-from hifigan.vocoder import load_generator, receptive_field_frames, stream, synthesize_in_chunks
+from hifigan.vocoder import load_generator, load_vocoder, receptive_field_frames, stream, synthesize_in_chunks
 from tests.hifigan.tiny_hifigan import log_mel, save_our_checkpoint, save_reference_files, tiny_generator
 
 
@@ -85,6 +85,13 @@ def test_our_checkpoint_loads_the_generator_with_weight_norm_folded(tmp_path):
     mel = log_mel(20)
     with torch.no_grad():
         torch.testing.assert_close(loaded(mel), generator(mel), atol=1e-5, rtol=0)
+
+
+def test_the_vocoder_runs_the_generator_on_image_rows_on_the_cpu(tmp_path):
+    save_our_checkpoint(tmp_path / "h.pt")
+    args = inference.build_parser().parse_args(["-i", "x.txt", "-o", str(tmp_path), "--tacotron2", "t.pt",
+                                                "--hifigan", str(tmp_path / "h.pt"), "--cpu"])
+    assert load_vocoder(str(tmp_path / "h.pt"), args, torch.device("cpu")).generator.image_rows
 
 
 def test_ema_loads_the_average_and_is_refused_without_one(tmp_path):

@@ -84,6 +84,26 @@ def test_weight_norm_removal_keeps_the_output_and_is_idempotent():
     torch.testing.assert_close(after, before, atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("preset", ["v1", "v3"])
+def test_the_generator_on_image_rows_gives_the_same_audio_and_gradients(preset):
+    """image_rows (inference on the CPU sets it) changes only the memory layout: the audio and, for training, the
+    gradients are the plain layout's to float rounding."""
+    torch.manual_seed(2)
+    generator = Generator(**dict(PRESETS[preset], upsample_initial_channel=32))
+    mel = torch.randn(2, 80, 7)
+    outputs, gradients = {}, {}
+    for image_rows in (False, True):
+        generator.image_rows = image_rows
+        generator.zero_grad()
+        outputs[image_rows] = generator(mel)
+        outputs[image_rows].square().mean().backward()
+        gradients[image_rows] = [parameter.grad.clone() for parameter in generator.parameters()]
+    assert outputs[True].shape == outputs[False].shape == (2, 1, 7 * generator.hop_length)
+    torch.testing.assert_close(outputs[True], outputs[False], atol=1e-6, rtol=0)
+    for rows, plain in zip(gradients[True], gradients[False]):
+        torch.testing.assert_close(rows, plain, atol=1e-5, rtol=1e-4)
+
+
 def test_weight_norm_keys_are_parametrizations():
     keys = Generator(**TINY).state_dict().keys()
     assert "conv_pre.parametrizations.weight.original0" in keys

@@ -87,11 +87,17 @@ def test_our_checkpoint_loads_the_generator_with_weight_norm_folded(tmp_path):
         torch.testing.assert_close(loaded(mel), generator(mel), atol=1e-5, rtol=0)
 
 
-def test_the_vocoder_runs_the_generator_on_image_rows_on_the_cpu(tmp_path):
-    save_our_checkpoint(tmp_path / "h.pt")
+@pytest.mark.parametrize("chunk_frames", ["0", "7"])
+def test_the_vocoder_runs_the_generator_on_image_rows_on_the_cpu_with_the_same_audio(tmp_path, chunk_frames):
+    generator, _ = save_our_checkpoint(tmp_path / "h.pt")
     args = inference.build_parser().parse_args(["-i", "x.txt", "-o", str(tmp_path), "--tacotron2", "t.pt",
-                                                "--hifigan", str(tmp_path / "h.pt"), "--cpu"])
-    assert load_vocoder(str(tmp_path / "h.pt"), args, torch.device("cpu")).generator.image_rows
+                                                "--hifigan", str(tmp_path / "h.pt"), "--cpu",
+                                                "--chunk-frames", chunk_frames])
+    vocoder = load_vocoder(str(tmp_path / "h.pt"), args, torch.device("cpu"))
+    assert vocoder.generator.image_rows and not generator.image_rows
+    mel = log_mel(20)
+    with torch.no_grad():
+        torch.testing.assert_close(vocoder(mel), generator(mel).squeeze(1).clamp(-1, 1), atol=1e-5, rtol=0)
 
 
 def test_ema_loads_the_average_and_is_refused_without_one(tmp_path):

@@ -126,7 +126,7 @@ class Generator(nn.Module):
         channels = upsample_initial_channel
         for rate, kernel in zip(upsample_rates, upsample_kernel_sizes):
             self.ups.append(weight_norm(ConvTranspose1d(channels, channels // 2, kernel, rate,
-                                                           padding=(kernel - rate) // 2)))
+                                                        padding=(kernel - rate) // 2)))
             channels //= 2
             self.resblocks.append(nn.ModuleList(
                 RESBLOCKS[resblock](channels, kernel_size, dilations)
@@ -215,7 +215,7 @@ class DiscriminatorS(nn.Module):
         norm = nn.utils.parametrizations.spectral_norm if spectral_norm else weight_norm
         self.convs = nn.ModuleList(
             norm(Conv1d(max(c_in // width_divisor, 1), c_out // width_divisor, kernel, stride, groups=groups,
-                           padding=same_padding(kernel)))
+                        padding=same_padding(kernel)))
             for c_in, c_out, kernel, stride, groups in self.LAYERS)
         self.conv_post = norm(Conv1d(1024 // width_divisor, 1, 3, 1, padding=1))
 

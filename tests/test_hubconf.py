@@ -78,6 +78,7 @@ def test_waveglow_and_hifigan_are_the_vocoders_inference_py_runs(nvidia_checkpoi
     generator, train_setup, denoiser = hub_load("nvidia_hifigan", checkpoint=str(generator_path), device="cpu")
     assert train_setup["sampling_rate"] == 22050 and train_setup["hop_length"] == 256
     assert train_setup["mel_convention"] == "tacotron"
+    assert generator.image_rows  # the CPU's fast layout, as inference.py runs it
     with torch.no_grad():
         ours.remove_weight_norm()
         audio = generator(mel)

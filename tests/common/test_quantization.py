@@ -137,7 +137,7 @@ def test_an_int8_convolution_is_close_to_the_float_one_and_keeps_its_output_leng
     assert int8.shape == exact.shape
     assert_close_to_fp32(int8, exact)
     # Per frame, not per call: the quiet start of the second utterance keeps its relative precision (0.5 % of its
-    # range here; one scale per call gives 4.8 %).
+    # range here; one scale per call gave 4.8 % in a scratch check).
     quiet_int8, quiet_exact = int8[1, :, :20], exact[1, :, :20]
     assert float((quiet_int8 - quiet_exact).abs().max()) <= 0.01 * float(quiet_exact.max() - quiet_exact.min())
 

@@ -41,6 +41,11 @@ class Tacotron2Config:
     postnet_kernel_size: int = flag(5, type=odd_positive_int)
     postnet_n_convolutions: int = flag(5, type=positive_int)
     decoder_no_early_stopping: bool = flag(False, "at inference always run max-decoder-steps (for benchmarks)")
+    # Not NVIDIA's flags (their model fixes both at 0.5): saved only when changed, so configs keep NVIDIA's keys.
+    p_encoder_dropout: float = flag(0.5, "dropout after each encoder convolution", type=probability,
+                                    saved_if_changed=True)
+    p_postnet_dropout: float = flag(0.5, "dropout after each postnet convolution", type=probability,
+                                    saved_if_changed=True)
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:

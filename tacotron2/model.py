@@ -623,7 +623,8 @@ class Tacotron2(nn.Module):
                  n_frames_per_step: int = 1, decoder_rnn_dim: int = 1024, prenet_dim: int = 256,
                  max_decoder_steps: int = 2000, gate_threshold: float = 0.5, p_attention_dropout: float = 0.1,
                  p_decoder_dropout: float = 0.1, postnet_embedding_dim: int = 512, postnet_kernel_size: int = 5,
-                 postnet_n_convolutions: int = 5, decoder_no_early_stopping: bool = False):
+                 postnet_n_convolutions: int = 5, decoder_no_early_stopping: bool = False,
+                 p_encoder_dropout: float = 0.5, p_postnet_dropout: float = 0.5):
         super().__init__()
         if n_frames_per_step < 1:
             raise ValueError(f"n_frames_per_step must be >= 1, got {n_frames_per_step}")
@@ -641,11 +642,12 @@ class Tacotron2(nn.Module):
         bound = math.sqrt(3.0) * math.sqrt(2.0 / (n_symbols + symbols_embedding_dim))
         nn.init.uniform_(self.embedding.weight, -bound, bound)
         self.encoder = Encoder(symbols_embedding_dim, encoder_embedding_dim, encoder_n_convolutions,
-                               encoder_kernel_size)
+                               encoder_kernel_size, p_encoder_dropout)
         self.decoder = Decoder(n_mel_channels, n_frames_per_step, encoder_embedding_dim, prenet_dim,
                                attention_rnn_dim, decoder_rnn_dim, attention_dim, attention_location_n_filters,
                                attention_location_kernel_size, p_attention_dropout, p_decoder_dropout)
-        self.postnet = Postnet(n_mel_channels, postnet_embedding_dim, postnet_kernel_size, postnet_n_convolutions)
+        self.postnet = Postnet(n_mel_channels, postnet_embedding_dim, postnet_kernel_size, postnet_n_convolutions,
+                               p_postnet_dropout)
 
     def encode(self, text: Tensor, text_lengths: Tensor) -> Tensor:
         """(B, T_in) zero-padded symbol ids, in any length order -> (B, T_in, encoder_embedding_dim) memory."""

@@ -398,9 +398,27 @@ def test_flag_defaults_are_the_reference_defaults_and_build_the_default_model():
     config = model_config(args)
     defaults = {name: p.default for name, p in inspect.signature(Tacotron2.__init__).parameters.items()
                 if name != "self"}
-    assert config == defaults
+    # Our two dropout flags are saved only when changed, so a default config has NVIDIA's keys alone.
+    ours = {"p_encoder_dropout": 0.5, "p_postnet_dropout": 0.5}
+    assert config == {name: value for name, value in defaults.items() if name not in ours}
+    assert {name: defaults[name] for name in ours} == ours
     assert loss_config(args) == {"guided_attn_weight": 0.0, "guided_attn_sigma": 0.2, "n_frames_per_step": 1,
                                  "mask_padding_in_loss": True, "mel_loss": "mse"}
+
+
+def test_encoder_and_postnet_dropout_flags_are_saved_when_changed_and_reach_the_layers():
+    config = model_config(parser().parse_args(["--p-encoder-dropout", "0", "--p-postnet-dropout", "0.2"]))
+    assert (config["p_encoder_dropout"], config["p_postnet_dropout"]) == (0.0, 0.2)
+    model = tiny_model(p_encoder_dropout=0.0, p_postnet_dropout=0.2)
+    assert (model.encoder.dropout, model.postnet.dropout) == (0.0, 0.2)
+    # Without dropout the training-mode encoder is deterministic; with NVIDIA's 0.5 it is not.
+    text, lengths = padded_text([6, 3])
+    model.train()
+    assert torch.equal(model.encode(text, lengths), model.encode(text, lengths))
+    nvidia = tiny_model().train()
+    assert nvidia.encoder.dropout == 0.5 and not torch.equal(nvidia.encode(text, lengths), nvidia.encode(text, lengths))
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--p-postnet-dropout", "1.5"])
 
 
 def test_flags_parse_and_reject_bad_values(capsys):

@@ -87,7 +87,7 @@ def pinned_losses(family: Family) -> list[float]:
     capability = torch.backends.cpu.get_cpu_capability()
     if capability not in family.pinned_epoch_losses:
         pytest.fail(f"no pinned losses for a {capability} CPU (pinned: {sorted(family.pinned_epoch_losses)}): "
-                    "add the ones the run prints")
+                    f"add \"{capability}\": [] and rerun; its failure prints the losses to pin")
     return family.pinned_epoch_losses[capability]
 
 

@@ -91,7 +91,7 @@ def nvidia_hifigan(checkpoint=None, model_math: str = "fp32", device=None, check
                                                              flag=None)
     denoiser = Denoiser(generator, audio_params).to(device).eval()  # from the fp32 weights
     train_setup = {**audio_params.to_dict(), "mel_convention": mel_convention}
-    generator.image_rows = device.type == "cpu"  # as inference runs it there: the same audio, faster
+    generator.use_fast_layout_for(device)  # as inference.py runs it
     return _prepared(generator, model_math, device), train_setup, denoiser
 
 

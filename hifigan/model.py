@@ -94,7 +94,7 @@ class Generator(nn.Module):
     """Mel (B, n_mel_channels, T) -> audio (B, 1, T * hop_length) in [-1, 1].
 
     image_rows: compute on the signals as one-row images in channels-last memory (common/layers.py), the same numbers
-    to float rounding; faster on the CPU (hifigan/RESULTS.md), so inference there sets it (hifigan/vocoder.py)."""
+    to float rounding; faster on the CPU (hifigan/RESULTS.md), so inference sets it there (use_fast_layout_for)."""
 
     def __init__(self, n_mel_channels: int = 80, resblock: str = "1", upsample_rates=(8, 8, 2, 2),
                  upsample_kernel_sizes=(16, 16, 4, 4), upsample_initial_channel: int = 512,
@@ -146,6 +146,11 @@ class Generator(nn.Module):
         x = F.leaky_relu(x)  # default slope 0.01, as in both reference implementations
         audio = torch.tanh(self.conv_post(x))
         return from_image_rows(audio) if self.image_rows else audio
+
+    def use_fast_layout_for(self, device: torch.device) -> None:
+        """Image rows on the CPU, where they give the same audio faster; plain signals elsewhere. For inference:
+        in a training step on the CPU image rows were slower (docs/benchmarks.md)."""
+        self.image_rows = device.type == "cpu"
 
     def remove_weight_norm(self) -> None:
         """Fold weight norm into plain weights for inference (same outputs, fewer operations). Idempotent."""

@@ -237,7 +237,7 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag
                                                          mel_convention=args.hifigan_mel_convention, flag=flag)
     if device.type == "cuda" and (args.amp or args.bf16):  # a whole-model cast is faster than autocast per op
         generator = generator.to(torch.float16 if args.amp else torch.bfloat16)
-    generator.image_rows = device.type == "cpu"  # the same audio, faster there (hifigan/RESULTS.md)
+    generator.use_fast_layout_for(device)
     if args.compile:  # in place (state-dict names unchanged); each new mel length recompiles, then goes dynamic
         generator.compile()
     input_convention = getattr(args, "input_mel_convention", None) or MEL_TACOTRON

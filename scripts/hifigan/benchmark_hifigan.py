@@ -78,7 +78,7 @@ def run(options: argparse.Namespace) -> list[dict]:
         folded.load_state_dict(with_weight_norm.state_dict())
         folded.remove_weight_norm()
         for generator in (with_weight_norm, folded):  # as inference runs it (hifigan/vocoder.py)
-            generator.image_rows = device.type == "cpu"
+            generator.use_fast_layout_for(device)
         variants = [("removed", folded)] + ([("kept", with_weight_norm)] if options.with_weight_norm else [])
         for batch_size in options.batch_sizes:
             for frames in options.frames:

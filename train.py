@@ -60,6 +60,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from common.errors import exit_on_user_error  # a user's mistake: one `error:` line and exit code 2
+    from common.distributed import run_entry_point  # a user's mistake: one `error:` line and exit code 2
 
-    exit_on_user_error(main)
+    run_entry_point(main)

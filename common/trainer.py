@@ -185,8 +185,9 @@ class Trainer:
                     if self.saved_at != self.iteration:
                         self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}")
             self.log_run_summary()
-            # Ranks leave together: a rank that tears its gloo process group down while rank 0 is still writing the
-            # last checkpoint was seen to abort (SIGABRT) instead of exiting with its status.
+            # Ranks leave together, so none tears its process group down while rank 0 still writes the last
+            # checkpoint. (The SIGABRT once seen at that point was gloo meeting the interpreter's teardown: see
+            # common.distributed.run_entry_point.)
             barrier()
         finally:
             self.logger.close()

@@ -247,6 +247,30 @@ def test_a_broken_file_on_one_of_two_ranks_ends_both_and_neither_hangs(tmp_path)
     assert errors[1 - met_it[0]] == [f"error: rank {met_it[0]} stopped the run: {message}"]
 
 
+
+@pytest.mark.parametrize("main_body, status, stderr", [
+    ("pass", 0, ""),
+    ("raise UserError('train.txt:6: unreadable')", 2, "error: train.txt:6: unreadable\n"),
+    ("sys.exit(75)", 75, ""),
+    ("sys.exit('error: --epochs must be positive')", 2, "error: --epochs must be positive\n")])
+def test_a_process_that_joined_a_process_group_exits_with_its_status_and_runs_its_exit_handlers(main_body, status,
+                                                                                                 stderr):
+    """run_entry_point leaves such a process with os._exit (see its docstring): the status, the output still
+    buffered and the atexit handlers must all survive that."""
+    program = "\n".join([
+        "import atexit, sys",
+        "import common.distributed as distributed",
+        "from common.errors import UserError",
+        "distributed._joined_a_process_group = True  # as init_distributed sets it",
+        "atexit.register(lambda: print('exit handler ran'))",
+        "def main():",
+        "    print('buffered', end='')",
+        f"    {main_body}",
+        "distributed.run_entry_point(main)"])
+    result = subprocess.run([sys.executable, "-c", program], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (status, "bufferedexit handler ran\n", stderr)
+
 # ---- diverging runs ----------------------------------------------------------------------------------------------
 
 

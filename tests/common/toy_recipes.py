@@ -20,8 +20,8 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from common.arguments import add_training_args
-from common.errors import UserError, exit_on_user_error
-from common.distributed import ModelParts
+from common.errors import UserError
+from common.distributed import ModelParts, run_entry_point
 from common.recipe import DataSplits, Recipe, StepOutput, TrainerView
 from common.sampler import MaxTokensBatchSampler
 from common.trainer import Trainer
@@ -224,4 +224,4 @@ if __name__ == "__main__":
         trainer.train()
         sys.exit(trainer.exit_status)
 
-    exit_on_user_error(main)
+    run_entry_point(main)

@@ -5,6 +5,8 @@
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech
+#   OPEN_SEQUENCES (450): open-vocabulary word sequences added to the training split (scripts/data/tts_open_sequences.py),
+#     for words outside the corpus's templates; EPOCHS (40): 40 epochs of the 900 are the preset's 2240 updates
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
@@ -13,14 +15,20 @@ OUTPUT_DIR=${OUTPUT_DIR:-output/demo}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 FILELISTS=${FILELISTS:-filelists}
 ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
+OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
+EPOCHS=${EPOCHS:-40}
 
 start=$(date +%s)
 if [ ! -f "$DATA_DIR/metadata.csv" ]; then
     bash scripts/prepare_dataset.sh --synthetic --data-dir "$DATA_DIR" --filelists-dir "$FILELISTS"
 fi
+if [ ! -f "$FILELISTS/synthetic_audio_text_train_open.txt" ]; then
+    "$PYTHON" -m scripts.data.tts_open_sequences --corpus "$DATA_DIR" --filelists-dir "$FILELISTS" \
+        --count "$OPEN_SEQUENCES"
+fi
 "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
-    --training-files "$FILELISTS/synthetic_audio_text_train.txt" \
-    --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --resume-from-last "$@"
+    --training-files "$FILELISTS/synthetic_audio_text_train_open.txt" \
+    --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$EPOCHS" --resume-from-last "$@"
 checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
 "$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint"
 # The held-out test sentences: text the model never trained on, in the corpus's own style.

@@ -45,11 +45,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.data.espeak import synthesize
 from scripts.data.open_text import everyday_sentences, tts_held_out_words, word_sequences
 from scripts.data.librispeech import (LIBRISPEECH_LETTERS, librispeech_words, write_labels, write_letter_dictionary,
                                       write_manifest)
-from scripts.data.synthetic_corpus import make_sentences, resample, trim_silence, write_wav_int16
+from scripts.data.synthetic_corpus import make_sentences, speak_to_wav
 
 # eSpeak NG voices (language + variant) that espeakng-loader ships: American, British, Scottish and New York English,
 # male and female variants. The held-out voice is another accent (British Received Pronunciation) and variant.
@@ -214,11 +213,9 @@ def build_asr_corpus(output_dir: str | Path, num_utterances: int = 2000, seed: i
     wav_dir.mkdir(parents=True, exist_ok=True)
     num_samples = {}
     for done, utterance in enumerate(utterances, start=1):
-        audio, espeak_rate = synthesize(utterance.text, voice=utterance.voice, words_per_minute=utterance.rate,
-                                        pitch=utterance.pitch)
-        audio = resample(trim_silence(audio, espeak_rate), espeak_rate, sampling_rate)
-        write_wav_int16(wav_dir / f"{utterance.identifier}.wav", audio, sampling_rate)
-        num_samples[utterance.identifier] = len(audio)
+        num_samples[utterance.identifier] = speak_to_wav(utterance.text, wav_dir / f"{utterance.identifier}.wav",
+                                                         utterance.voice, utterance.rate, sampling_rate,
+                                                         utterance.pitch)
         if progress and done % 200 == 0:
             print(f"  {done}/{len(utterances)} utterances", flush=True)
 

@@ -293,6 +293,15 @@ def write_wav_int16(path: Path, audio: np.ndarray, sampling_rate: int) -> None:
     soundfile.write(str(path), samples, sampling_rate, subtype="PCM_16", format="WAV")
 
 
+def speak_to_wav(text: str, path: Path, voice: str = "en-us", words_per_minute: int = 175,
+                 sampling_rate: int = ESPEAK_SAMPLING_RATE, pitch: int | None = None) -> int:
+    """eSpeak NG speaks `text` into `path` (edge silence trimmed, at `sampling_rate`); returns its length in samples."""
+    audio, espeak_rate = synthesize(text, voice=voice, words_per_minute=words_per_minute, pitch=pitch)
+    audio = resample(trim_silence(audio, espeak_rate), espeak_rate, sampling_rate)
+    write_wav_int16(path, audio, sampling_rate)
+    return len(audio)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The corpus
 
@@ -332,12 +341,10 @@ def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utteranc
     durations, num_samples = [], {}
     metadata_lines = []
     for index, sentence in enumerate(sentences):
-        audio, espeak_rate = synthesize(sentence.spoken, voice=voice, words_per_minute=words_per_minute)
-        audio = resample(trim_silence(audio, espeak_rate), espeak_rate, sampling_rate)
         identifier = utterance_id(index)
-        write_wav_int16(wav_dir / f"{identifier}.wav", audio, sampling_rate)
-        durations.append(len(audio) / sampling_rate)
-        num_samples[identifier] = len(audio)
+        num_samples[identifier] = speak_to_wav(sentence.spoken, wav_dir / f"{identifier}.wav", voice,
+                                               words_per_minute, sampling_rate)
+        durations.append(num_samples[identifier] / sampling_rate)
         metadata_lines.append(f"{identifier}|{sentence.written}|{sentence.spoken}\n")
         if progress and (index + 1) % 100 == 0:
             print(f"  {index + 1}/{num_utterances} utterances", flush=True)

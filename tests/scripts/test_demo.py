@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,9 @@ from tests.conftest import TINY_TACOTRON2
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_demo(corpus, output: Path, asr_checkpoint: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus.dataset_dir), "OUTPUT_DIR": str(output),
-           "FILELISTS": str(corpus.train_filelist.parent), "ASR_CHECKPOINT": str(asr_checkpoint),
+def run_demo(corpus: Path, output: Path, asr_checkpoint: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus), "OUTPUT_DIR": str(output),
+           "FILELISTS": str(corpus / "filelists"), "ASR_CHECKPOINT": str(asr_checkpoint), "OPEN_SEQUENCES": "2",
            "OMP_NUM_THREADS": "1"}
     return subprocess.run(["bash", "scripts/demo.sh", *TINY_TACOTRON2, "--epochs", "1", "--num-workers", "0",
                            "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
@@ -27,10 +28,16 @@ def run_demo(corpus, output: Path, asr_checkpoint: Path) -> subprocess.Completed
 @pytest.mark.slow
 def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus, recognizer_checkpoint,
                                                                tmp_path):
-    output = tmp_path / "demo"
-    completed = run_demo(synthetic_corpus, output, recognizer_checkpoint)
+    output, corpus = tmp_path / "demo", tmp_path / "corpus"
+    shutil.copytree(synthetic_corpus.dataset_dir, corpus)  # the demo adds its open-vocabulary sequences to it
+    completed = run_demo(corpus, output, recognizer_checkpoint)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (output / "checkpoint_Tacotron2_last.pt").exists()
+    # it trained on the corpus's training sentences and the 2 sequences it added
+    training = (corpus / "filelists" / "synthetic_audio_text_train_open.txt").read_text().splitlines()
+    assert training[:-2] == synthetic_corpus.train_filelist.read_text().splitlines()
+    assert [line.split("|")[0] for line in training[-2:]] == ["wavs/OPEN-0001.wav", "wavs/OPEN-0002.wav"]
+    assert all((corpus / line.split("|")[0]).is_file() for line in training)
     phrases = [line for line in (ROOT / "phrases" / "phrase.txt").read_text().splitlines() if line.strip()]
     assert sorted(path.name for path in (output / "wavs").glob("*.wav")) == sorted(
         f"audio_{n}.wav" for n in range(1, len(phrases) + 1))
@@ -44,6 +51,6 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
 
     # no recognizer: the demo still ends well and says how to get one (the finished training is not redone)
-    completed = run_demo(synthetic_corpus, output, tmp_path / "no_such_asr.pt")
+    completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "make demo-asr" in completed.stdout and "not measured" in completed.stdout

@@ -143,17 +143,13 @@ def run_entry_point(main: Callable[[], object]) -> NoReturn:
         exit_on_user_error(main)
         status = 0
     except SystemExit as exit_request:
-        status = exit_request.code
+        status = exit_request.code  # a number or None: exit_on_user_error has made a message into an error line
     if not _joined_a_process_group:
         sys.exit(status)
-    if not isinstance(status, int):  # sys.exit(None) or sys.exit("message"), as Python itself treats them
-        if status is not None:
-            print(status, file=sys.stderr)
-        status = 0 if status is None else 1
     atexit._run_exitfuncs()  # e.g. multiprocessing's, which ends the DataLoader workers
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status)
+    os._exit(status or 0)
 
 
 def barrier() -> None:

@@ -76,11 +76,16 @@ def positive_float(text: str) -> float:
 
 
 def add_device_args(group) -> None:
-    """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling) or --bf16: for training and inference."""
+    """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling), --bf16 or --fp32: for training and
+    inference."""
     group.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
     precision = group.add_mutually_exclusive_group()
     precision.add_argument("--amp", action="store_true", help="fp16 mixed precision")
     precision.add_argument("--bf16", action="store_true", help="bf16 mixed precision")
+    precision.add_argument("--fp32", action="store_true", help="full precision (the default; overrides a preset's)")
+
+
+PRECISION_FLAGS = ("amp", "bf16", "fp32")
 
 
 def add_training_args(parser: argparse.ArgumentParser) -> None:
@@ -207,7 +212,14 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
             if action.dest in values:
                 action.required = False
         parser.set_defaults(**values)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # A precision named on the command line replaces the preset's, which store_true flags could not switch off.
+    named = [dest for dest in PRECISION_FLAGS if f"--{dest}" in argv]
+    if named and config_path is not None:
+        for dest in PRECISION_FLAGS:
+            if hasattr(args, dest):
+                setattr(args, dest, dest in named)
+    return args
 
 
 # ---- a family's config dataclass and its flags -------------------------------------------------------------------

@@ -117,3 +117,12 @@ def test_a_preset_may_name_a_flag_by_its_alias(tmp_path, capsys):
     preset.write_text(json.dumps({"data": {"segment-size": 4096}}))
     train.main(["-m", "HiFiGAN", "-o", str(tmp_path), "-lr", "1", "--config-file", str(preset), "--dry-run"])
     assert json.loads(capsys.readouterr().out)["args"]["segment_length"] == 4096
+
+
+@pytest.mark.parametrize("flags, expected", [([], "bf16"), (["--fp32"], "fp32"), (["--amp"], "amp")])
+def test_a_precision_on_the_command_line_replaces_the_presets(flags, expected, tmp_path, capsys):
+    preset = tmp_path / "preset.json"
+    preset.write_text(json.dumps({"run": {"bf16": True}}))
+    train.main(["-m", "HiFiGAN", "-o", str(tmp_path), "-lr", "1", "--config-file", str(preset), "--dry-run", *flags])
+    args = json.loads(capsys.readouterr().out)["args"]
+    assert [name for name in ("amp", "bf16", "fp32") if args[name]] == [expected]

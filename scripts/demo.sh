@@ -45,6 +45,6 @@ if [ -f "$ASR_CHECKPOINT" ]; then
         --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases"
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
-         "(about 22 minutes), then \`make demo\` again (it resumes the finished training and only synthesizes and" \
+         "(about 23 minutes), then \`make demo\` again (it resumes the finished training and only synthesizes and" \
          "scores), or set ASR_CHECKPOINT."
 fi

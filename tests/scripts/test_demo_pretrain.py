@@ -53,6 +53,9 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     settings = {folder: [r["data"] for r in read_dllogger_file(output / folder / "nvlog.json")
                          if r["step"] == "PARAMETER"][0] for folder in ("finetune_pretrained", "finetune_random")}
     assert settings["finetune_pretrained"]["mask_prob"] == 0.5
+    # ... in fp32 and without channel masks, as measured, though the ASR preset they share trains in bf16 with them
+    assert (settings["finetune_pretrained"]["fp32"], settings["finetune_pretrained"]["bf16"]) == (True, False)
+    assert settings["finetune_pretrained"]["mask_channel_prob"] == 0
     differing = {key for key in settings["finetune_pretrained"]
                  if settings["finetune_pretrained"][key] != settings["finetune_random"].get(key)}
     assert differing == {"output", "w2v_path"}, differing

@@ -187,7 +187,7 @@ def _restricted_load(file, **kwargs):
     return _RestrictedUnpickler(file, **kwargs).load()
 
 
-# What torch.load(pickle_module=...) uses: Unpickler for the data, load for the legacy format's headers.
+# The pickle_module that torch's loader takes: Unpickler for the data, load for the legacy format's headers.
 RESTRICTED_PICKLE = types.SimpleNamespace(__name__="common.safe_unpickle.restricted_pickle",
                                           Unpickler=_RestrictedUnpickler, load=_restricted_load)
 

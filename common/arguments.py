@@ -75,17 +75,30 @@ def positive_float(text: str) -> float:
     return value
 
 
-def add_device_args(group) -> None:
-    """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling), --bf16 or --fp32: for training and
-    inference."""
-    group.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
-    precision = group.add_mutually_exclusive_group()
-    precision.add_argument("--amp", action="store_true", help="fp16 mixed precision")
-    precision.add_argument("--bf16", action="store_true", help="bf16 mixed precision")
-    precision.add_argument("--fp32", action="store_true", help="full precision (the default; overrides a preset's)")
-
-
 PRECISION_FLAGS = ("amp", "bf16", "fp32")
+
+
+class ChoosePrecision(argparse.Action):
+    """--amp, --bf16 and --fp32 each switch the other two off, so the last one named wins: over a preset's (whose
+    values are defaults) and over an earlier flag (a script may put --fp32 before its user's arguments)."""
+
+    def __init__(self, option_strings, dest, **keywords):
+        super().__init__(option_strings, dest, nargs=0, default=False, **keywords)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for precision in PRECISION_FLAGS:
+            setattr(namespace, precision, precision == self.dest)
+
+
+def add_device_args(group) -> None:
+    """--cpu, and --amp (fp16 autocast; training adds dynamic loss scaling), --bf16 or --fp32 (the last one named
+    wins): for training and inference."""
+    group.add_argument("--cpu", action="store_true", help="run on the CPU even if a GPU is present")
+    group.add_argument("--amp", action=ChoosePrecision, help="fp16 mixed precision")
+    group.add_argument("--bf16", action=ChoosePrecision, help="bf16 mixed precision")
+    group.add_argument("--fp32", action=ChoosePrecision,
+                       help="full precision (the default; the last of --amp, --bf16 and --fp32 wins, over a preset's "
+                            "too)")
 
 
 def add_training_args(parser: argparse.ArgumentParser) -> None:
@@ -212,14 +225,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
             if action.dest in values:
                 action.required = False
         parser.set_defaults(**values)
-    args = parser.parse_args(argv)
-    # A precision named on the command line replaces the preset's, which store_true flags could not switch off.
-    named = [dest for dest in PRECISION_FLAGS if f"--{dest}" in argv]
-    if named and config_path is not None:
-        for dest in PRECISION_FLAGS:
-            if hasattr(args, dest):
-                setattr(args, dest, dest in named)
-    return args
+    return parser.parse_args(argv)
 
 
 # ---- a family's config dataclass and its flags -------------------------------------------------------------------

@@ -6,11 +6,13 @@ import json
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 import train
 from common.arguments import (COMPATIBILITY_GROUP, UNDERSCORE_SPELLING, add_dataclass_args, audio_flag, config_dict,
                               config_from_args, flag, positive_int, read_reference_spellings)
 from common.errors import exit_on_user_error
+from common.inference_args import add_inference_args, inference_dtype
 from common.registry import RECIPES
 
 
@@ -119,10 +121,19 @@ def test_a_preset_may_name_a_flag_by_its_alias(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["args"]["segment_length"] == 4096
 
 
-@pytest.mark.parametrize("flags, expected", [([], "bf16"), (["--fp32"], "fp32"), (["--amp"], "amp")])
-def test_a_precision_on_the_command_line_replaces_the_presets(flags, expected, tmp_path, capsys):
+@pytest.mark.parametrize("flags, expected", [([], "bf16"), (["--fp32"], "fp32"), (["--amp"], "amp"),
+                                             (["--fp32", "--bf16"], "bf16"), (["--amp", "--fp32"], "fp32")])
+def test_the_last_precision_named_wins_over_the_preset_and_earlier_flags(flags, expected, tmp_path, capsys):
     preset = tmp_path / "preset.json"
     preset.write_text(json.dumps({"run": {"bf16": True}}))
     train.main(["-m", "HiFiGAN", "-o", str(tmp_path), "-lr", "1", "--config-file", str(preset), "--dry-run", *flags])
     args = json.loads(capsys.readouterr().out)["args"]
     assert [name for name in ("amp", "bf16", "fp32") if args[name]] == [expected]
+
+
+@pytest.mark.parametrize("flags, dtype", [([], torch.float32), (["--amp"], torch.float16),
+                                          (["--amp", "--bf16"], torch.bfloat16), (["--bf16", "--fp32"], torch.float32)])
+def test_inference_runs_in_the_last_precision_named(flags, dtype):
+    parser = argparse.ArgumentParser()
+    add_inference_args(parser)
+    assert inference_dtype(parser.parse_args(["-o", "out", *flags])) == dtype

@@ -20,7 +20,7 @@
 #   QUICK=1: every stage at tiny size (a 12-utterance corpus, a tiny model, 2 epochs) in seconds, a smoke test whose
 #   numbers mean nothing; its defaults go to data/warm_start_quick and output/warm_start_quick.
 # Stages 2 and 3 resume (--resume-from-last) when run again in the same OUTPUT_DIR; the warm start applies only while
-# a run has no checkpoint yet. About 2 x 12 minutes of training at the defaults on a 2-core CPU (~1 s a step, 6 steps
+# a run has no checkpoint yet. About 2 x 4 minutes of training at the defaults on a 2-core CPU (~0.35 s a step, 6 steps
 # an epoch), plus the corpus and the scoring.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

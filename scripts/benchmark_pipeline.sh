@@ -4,7 +4,7 @@
 #   DEVICE=cpu|gpu REPEATS=10 WARMUP=3 PRECISIONS="fp32 bf16 fp16" BATCH_SIZES="1 4" scripts/benchmark_pipeline.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-.venv/bin/python}
+source scripts/project_python.sh
 DEVICE=${DEVICE:-gpu}
 REPEATS=${REPEATS:-10}
 WARMUP=${WARMUP:-3}

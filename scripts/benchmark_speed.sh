@@ -8,9 +8,7 @@
 # Flags go to scripts/benchmark_speed.py (--help lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 OUT=${OUTPUT_DIR:-output/benchmark}
 mkdir -p "$OUT"
 exec "$PYTHON" -m scripts.benchmark_speed --json "$OUT/benchmark_speed.json" "$@"

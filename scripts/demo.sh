@@ -9,7 +9,7 @@
 #     for words outside the corpus's templates; EPOCHS (40): 40 epochs of the 900 are the preset's 2240 updates
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-.venv/bin/python}
+source scripts/project_python.sh
 DATA_DIR=${DATA_DIR:-data/synthetic}
 OUTPUT_DIR=${OUTPUT_DIR:-output/demo}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}

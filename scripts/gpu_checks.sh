@@ -50,9 +50,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 LOG_DIR=$(mkdir -p "${LOG_DIR:-output/gpu_checks}" && cd "${LOG_DIR:-output/gpu_checks}" && pwd)
 WORK_DIR=${WORK_DIR:-/tmp/gpu_checks}
 DEADLINE=${DEADLINE:-3600}

@@ -58,7 +58,7 @@ if [ "$synthetic" = false ] && [ ${#synthetic_args[@]} -gt 0 ]; then
     die "${synthetic_args[0]} only applies with --synthetic"
 fi
 
-if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+source scripts/project_python.sh
 # A German voice speaks German sentences (scripts/data/synthetic_corpus.py): its corpus goes beside the English one.
 for ((index = 0; index + 1 < ${#synthetic_args[@]}; index++)); do
     if [ "${synthetic_args[index]}" = --voice ]; then

@@ -50,7 +50,7 @@ done
 read -r -a subset_list <<< "$subsets"
 [ ${#subset_list[@]} -gt 0 ] || die "--subsets is empty"
 
-if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+source scripts/project_python.sh
 DATA_DIR=${DATA_DIR:-data/LibriSpeech}
 ARCHIVES_DIR=${ARCHIVES_DIR:-data}
 MANIFESTS_DIR=${MANIFESTS_DIR:-data/librispeech_manifests}

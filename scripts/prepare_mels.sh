@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+source scripts/project_python.sh
 # shellcheck source=scripts/corpus_filelists.sh
 . scripts/corpus_filelists.sh
 

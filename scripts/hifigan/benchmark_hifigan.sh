@@ -8,9 +8,7 @@
 #   scripts/hifigan/benchmark_hifigan.py.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 DATA_DIR=${DATA_DIR:-data/synthetic}
 FILELISTS=${FILELISTS:-filelists}
 OUT=${OUTPUT_DIR:-output/benchmark}

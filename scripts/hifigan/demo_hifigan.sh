@@ -8,9 +8,7 @@
 #   counts are totals, so a rerun in the same folder would continue where the last one stopped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 BUDGET_MINUTES=${BUDGET_MINUTES:-15}
 DATA_DIR=${DATA_DIR:-data/synthetic}
 FILELISTS=${FILELISTS:-filelists}

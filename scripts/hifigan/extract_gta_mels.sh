@@ -26,9 +26,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 # shellcheck source=scripts/corpus_filelists.sh
 . scripts/corpus_filelists.sh
 OUTPUT_DIR=${OUTPUT_DIR:-$DATA_DIR/mels-gta}

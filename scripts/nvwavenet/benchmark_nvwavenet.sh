@@ -4,5 +4,5 @@
 # On a machine without CUDA only the CPU path is measured; the JSON records why.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PYTHON=${PYTHON:-.venv/bin/python}
+source scripts/project_python.sh
 exec "$PYTHON" -m nvwavenet.benchmark "$@"

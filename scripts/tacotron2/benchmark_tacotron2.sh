@@ -6,7 +6,7 @@
 #   scripts/tacotron2/benchmark_tacotron2.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PYTHON=${PYTHON:-.venv/bin/python}
+source scripts/project_python.sh
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 DATA_DIR=${DATA_DIR:-data/synthetic}
 FILELISTS=${FILELISTS:-filelists}

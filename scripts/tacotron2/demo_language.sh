@@ -15,9 +15,7 @@
 #   data/synthetic_de_quick, filelists/de_quick and output/demo_de_quick).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 die() { echo "demo_language.sh: error: $*" >&2; exit 2; }
 
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }

@@ -21,9 +21,7 @@
 #   (1), PYTHON. Measured, and what 4.5 minutes side by side fell short of: tacotron2/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 die() { echo "gpu_tts_run.sh: error: $*" >&2; exit 2; }
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh

@@ -24,9 +24,7 @@
 # an epoch), plus the corpus and the scoring.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 die() { echo "warm_start_experiment.sh: error: $*" >&2; exit 2; }
 
 source scripts/stage_flags.sh

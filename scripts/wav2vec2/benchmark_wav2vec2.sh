@@ -12,9 +12,7 @@
 # --quick: a smoke test (a tiny model, factors 1 and 2, one timed step on a small corpus in OUTPUT_DIR; seconds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 DEVICE=${DEVICE:-cpu}
 PRECISION=${PRECISION:-fp32}
 OUT=${OUTPUT_DIR:-output/benchmark}

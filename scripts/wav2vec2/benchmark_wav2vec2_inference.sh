@@ -11,9 +11,7 @@
 # --quick: a smoke test (a tiny model, batch 1 and 2, 1-2 s utterances, 2 repeats; seconds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 DEVICE=${DEVICE:-cpu}
 PRECISION=${PRECISION:-fp32}
 OUT=${OUTPUT_DIR:-output/benchmark}

@@ -19,9 +19,7 @@
 # OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
     DATA_DIR=${DATA_DIR:-data/asr_quick}

@@ -21,9 +21,7 @@
 # Target: 45 minutes in all on the 2-core CPU; measured in wav2vec2/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ -z "${PYTHON:-}" ]; then
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
-fi
+source scripts/project_python.sh
 die() { echo "demo_pretrain.sh: error: $*" >&2; exit 2; }
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }

@@ -21,6 +21,7 @@ _AUDIO_OUTPUT_SYNCHRONOUS = 2  # espeak_Synth returns once the whole text has go
 _INITIALIZE_DONT_EXIT = 0x8000  # report a missing data directory as an error instead of calling exit()
 CHARS_UTF8 = 1
 _PHONEMES_IPA = 0x02  # espeak_TextToPhonemes's phoneme mode: IPA as UTF-8, no separator between phonemes
+_PHONEMES_MNEMONICS = 0x00  # its mode for eSpeak's own ASCII names, which synthesis reads back inside [[ ]]
 EE_OK = 0
 
 _library = None
@@ -88,8 +89,15 @@ def check_voice(voice: str) -> None:
 
 
 def text_to_phonemes(text: str, voice: str) -> str:
-    """IPA of `text` as eSpeak NG's `voice` reads it, with its stress marks. eSpeak translates one clause per call
-    and drops the punctuation that ends it; the clauses are joined by a space."""
+    """IPA of `text` as eSpeak NG's `voice` reads it, with its stress marks: its clauses (phoneme_clauses) joined by a
+    space."""
+    return " ".join(phoneme_clauses(text, voice))
+
+
+def phoneme_clauses(text: str, voice: str, mnemonics: bool = False) -> list[str]:
+    """`text` as eSpeak NG's `voice` reads it, a clause at a time (eSpeak translates one clause per call and drops the
+    punctuation that ends it): IPA with stress marks, or with `mnemonics` eSpeak's ASCII phoneme names ("D@ r'Iv3"),
+    which its synthesis reads back inside [[ ]]."""
     library = load_library()
     encoded = ctypes.create_string_buffer(text.encode("utf-8"))
     clauses = []
@@ -97,7 +105,8 @@ def text_to_phonemes(text: str, voice: str) -> str:
         set_voice(library, voice)
         position = ctypes.c_void_p(ctypes.addressof(encoded))
         while position.value:  # the library advances it past each clause, and sets it to NULL at the end
-            phonemes = library.espeak_TextToPhonemes(ctypes.byref(position), CHARS_UTF8, _PHONEMES_IPA)
-            if phonemes:
+            phonemes = library.espeak_TextToPhonemes(ctypes.byref(position), CHARS_UTF8,
+                                                     _PHONEMES_MNEMONICS if mnemonics else _PHONEMES_IPA)
+            if phonemes and phonemes.decode("utf-8").strip():
                 clauses.append(phonemes.decode("utf-8").strip())
-    return " ".join(clause for clause in clauses if clause)
+    return clauses

@@ -30,6 +30,7 @@ _PARAMETER_RATE = 1
 _PARAMETER_PITCH = 3
 _RATE_MINIMUM, _RATE_MAXIMUM = 80, 450  # words per minute
 _PITCH_MINIMUM, _PITCH_MAXIMUM = 0, 100  # the voice's base pitch, 50 by default
+_PHONEME_INPUT = 0x100  # espeakPHONEMES: text inside [[ ]] is read as eSpeak's phoneme mnemonics
 
 # int callback(short *wav, int numsamples, espeak_EVENT *events); returning 0 means "carry on".
 _SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
@@ -66,7 +67,8 @@ def _load_library():
     return library
 
 
-def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int, pitch: int | None) -> np.ndarray:
+def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int, pitch: int | None,
+                     flags: int) -> np.ndarray:
     """Speak `text` in this process (a fresh fork) and return its int16 samples."""
     espeak.set_voice(library, voice)  # an unknown voice: UnknownVoiceError, a ValueError
     library.espeak_SetParameter(_PARAMETER_RATE, words_per_minute, 0)
@@ -77,7 +79,7 @@ def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int, pi
         library.espeak_ng_SetRandSeed(0)
     ctypes.CDLL(None).srand(0)
     _chunks.clear()
-    status = library.espeak_Synth(text, len(text) + 1, 0, _POS_CHARACTER, 0, espeak.CHARS_UTF8, None, None)
+    status = library.espeak_Synth(text, len(text) + 1, 0, _POS_CHARACTER, 0, flags, None, None)
     if status != espeak.EE_OK:
         raise RuntimeError(f"espeak_Synth failed with status {status}")
     if not _chunks:
@@ -86,9 +88,10 @@ def _synthesize_here(library, text: bytes, voice: str, words_per_minute: int, pi
 
 
 def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175,
-               pitch: int | None = None) -> tuple[np.ndarray, int]:
+               pitch: int | None = None, phoneme_input: bool = False) -> tuple[np.ndarray, int]:
     """Speak `text`; returns (float32 samples in [-1, 1], sampling rate). The same arguments give the same samples.
-    `pitch` (0-100) moves the voice's base pitch; None keeps the voice's own (50)."""
+    `pitch` (0-100) moves the voice's base pitch; None keeps the voice's own (50). With `phoneme_input`, what is
+    inside [[ ]] is read as eSpeak's phoneme mnemonics (common.espeak.text_to_phonemes(..., mnemonics=True))."""
     if not text.strip():
         raise ValueError("cannot synthesise empty text")
     if not _RATE_MINIMUM <= words_per_minute <= _RATE_MAXIMUM:
@@ -98,6 +101,7 @@ def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175,
         raise ValueError(f"pitch is {pitch}; eSpeak NG accepts {_PITCH_MINIMUM} to {_PITCH_MAXIMUM}")
     library = _load_library()
     encoded = text.encode("utf-8")
+    flags = espeak.CHARS_UTF8 | (_PHONEME_INPUT if phoneme_input else 0)
 
     # The child answers with one status byte, then int16 samples (status 0) or a UTF-8 error message (status 1 for a
     # bad argument, raised here as ValueError; status 2 for anything else).
@@ -108,7 +112,7 @@ def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175,
         try:
             os.close(read_end)
             try:
-                reply = b"\x00" + _synthesize_here(library, encoded, voice, words_per_minute, pitch).tobytes()
+                reply = b"\x00" + _synthesize_here(library, encoded, voice, words_per_minute, pitch, flags).tobytes()
             except ValueError as error:  # handed to the parent, which raises it
                 reply = b"\x01" + str(error).encode()
             except Exception as error:

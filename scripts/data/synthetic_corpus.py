@@ -294,9 +294,12 @@ def write_wav_int16(path: Path, audio: np.ndarray, sampling_rate: int) -> None:
 
 
 def speak_to_wav(text: str, path: Path, voice: str = "en-us", words_per_minute: int = 175,
-                 sampling_rate: int = ESPEAK_SAMPLING_RATE, pitch: int | None = None) -> int:
-    """eSpeak NG speaks `text` into `path` (edge silence trimmed, at `sampling_rate`); returns its length in samples."""
-    audio, espeak_rate = synthesize(text, voice=voice, words_per_minute=words_per_minute, pitch=pitch)
+                 sampling_rate: int = ESPEAK_SAMPLING_RATE, pitch: int | None = None,
+                 phoneme_input: bool = False) -> int:
+    """eSpeak NG speaks `text` into `path` (edge silence trimmed, at `sampling_rate`); returns its length in samples.
+    phoneme_input: see scripts.data.espeak.synthesize."""
+    audio, espeak_rate = synthesize(text, voice=voice, words_per_minute=words_per_minute, pitch=pitch,
+                                    phoneme_input=phoneme_input)
     audio = resample(trim_silence(audio, espeak_rate), espeak_rate, sampling_rate)
     write_wav_int16(path, audio, sampling_rate)
     return len(audio)

@@ -1,0 +1,131 @@
+"""A copy of the ASR demo's corpus in which some training utterances are spoken with a made-up accent: an experiment's
+tool.
+
+    python -m scripts.wav2vec2.accent_perturbed_corpus data/asr data/asr_accent50 [--share 0.5] [--seed 1234]
+    OUTPUT_DIR=output/asr_accent50 DATA_DIR=data/asr_accent50 bash scripts/wav2vec2/demo_asr.sh   # train and test
+
+eSpeak NG's English accents differ in how they transcribe words into phonemes and in how they sound each phoneme; the
+demo's held-out voices are accents the training never hears. This makes new ones from the training accents alone:
+each chosen training utterance (probability SHARE) is transcribed into eSpeak's phoneme names by a training accent
+drawn at random, changed by pronunciation rules drawn at random (each with probability 0.3: "th" stopped to d/t or
+fronted to v/f, "h" dropped, "r" dropped where no vowel follows; and a share of its vowels, 0 to 30 %, swapped for
+a neighbouring one), and spoken from those phonemes by the utterance's own voice, rate and pitch. Its transcript stays
+as it was. The corpus must be scripts/data/asr_corpus.py's --text open (its utterances.csv names each utterance's
+voice, rate and pitch). Only train.tsv changes; the other manifests are copied and still point at SOURCE's wavs.
+An utterance whose phonemes eSpeak cannot speak (its child process dies, a handful in thousands) is copied as it was.
+The same seed gives the same bytes. wav2vec2/RESULTS.md reports what it did to the held-out voices.
+"""
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+from common.errors import ArgumentParser, UserError, UserFileNotFoundError, exit_on_user_error
+from common.espeak import phoneme_clauses
+from scripts.data.asr_corpus import OPEN_ACCENTS
+from scripts.data.synthetic_corpus import speak_to_wav
+
+RULE_PROBABILITY = 0.3
+VOWEL_SHARES = (0.0, 0.1, 0.2, 0.3)
+# eSpeak's English phoneme names, longest first, so that a regular expression splits a transcription into them.
+PHONEME = re.compile(r"aI@|aU@|aI|aU|eI|oU|OI|e@|I@|U@|i@|A:|O:|3:|u:|i:|aa|a#|tS|dZ|I2|I#|@2|@5|.", re.S)
+STRESS_MARKS = ("'", ",", "%", "=")
+VOWEL_AFTER_R = re.compile(r"[aeiouAEIOUV03@]")
+# Each vowel's neighbours: what another accent may say instead (TRAP/BATH, LOT, STRUT/FOOT, FACE, GOAT, ...).
+VOWEL_SWAPS = {"a": ["aa", "A:", "E"], "aa": ["a", "A:"], "A:": ["a", "0"], "0": ["A:", "O:", "V"], "V": ["U", "0", "@"],
+               "eI": ["E", "e@"], "oU": ["O:", "0"], "I": ["i:", "E"], "i:": ["I"], "u:": ["U"], "U": ["u:", "V"],
+               "E": ["a", "eI"], "3:": ["@", "E"], "O:": ["0", "oU"], "aI": ["A:", "OI"], "aU": ["a", "oU"]}
+
+
+def perturb(clause: str, rules: set[str], vowel_share: float, rng: random.Random) -> str:
+    """One clause of phoneme names with the accent's rules applied."""
+    phonemes = PHONEME.findall(clause)
+    changed = []
+    for index, phoneme in enumerate(phonemes):
+        following = next((later for later in phonemes[index + 1:] if later not in STRESS_MARKS), " ")
+        if phoneme in ("D", "T") and "th_stopping" in rules:
+            phoneme = {"D": "d", "T": "t"}[phoneme]
+        elif phoneme in ("D", "T") and "th_fronting" in rules:
+            phoneme = {"D": "v", "T": "f"}[phoneme]
+        elif phoneme == "h" and "h_dropping" in rules:
+            phoneme = ""
+        elif phoneme == "r" and "non_rhotic" in rules and not VOWEL_AFTER_R.match(following):
+            phoneme = ""
+        elif phoneme == "3" and "non_rhotic" in rules:  # American English's r-coloured schwa
+            phoneme = "@"
+        elif phoneme in VOWEL_SWAPS and rng.random() < vowel_share:
+            phoneme = rng.choice(VOWEL_SWAPS[phoneme])
+        changed.append(phoneme)
+    return "".join(changed)
+
+
+def perturb_corpus(source: Path, output: Path, share: float, seed: int) -> dict[str, int]:
+    """Write the copy; returns how many training utterances were re-spoken, copied as they were, and failed."""
+    for required in ("train.tsv", "utterances.csv"):
+        if not (source / required).is_file():
+            raise UserFileNotFoundError(f"{source / required} not found: SOURCE must be a corpus of "
+                                        f"scripts/data/asr_corpus.py --text open")
+    if not 0.0 <= share <= 1.0:
+        raise UserError(f"--share must be in [0, 1], got {share}")
+    if output.resolve() == source.resolve():
+        raise UserError("OUTPUT must be another folder than SOURCE")
+    (output / "wavs").mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.is_file() and not path.name.startswith("train."):
+            shutil.copy(path, output / path.name)
+    for extension in ("ltr", "wrd"):
+        if (source / f"train.{extension}").is_file():
+            shutil.copy(source / f"train.{extension}", output / f"train.{extension}")
+    # utterances.csv: ID|split|voice|words per minute|words|pitch (- for the voice's own)
+    training = {fields[0]: fields for fields in (line.split("|") for line in
+                                                 (source / "utterances.csv").read_text(encoding="utf-8").splitlines())
+                if len(fields) == 6 and fields[1] == "train"}
+
+    rng = random.Random(seed)
+    lines = (source / "train.tsv").read_text(encoding="utf-8").splitlines()
+    rows, counts = [str(output.resolve())], {"respoken": 0, "unchanged": 0, "failed": 0}
+    for number, line in enumerate(lines[1:], start=2):
+        relative, samples = line.split("\t")
+        fields = training.get(Path(relative).stem)
+        if fields is None:
+            raise UserError(f"{source / 'train.tsv'}:{number}: {relative} is not a training utterance of "
+                            f"{source / 'utterances.csv'} (its six fields need --text open)")
+        if rng.random() < share:
+            _, _, voice, words_per_minute, words, pitch = fields
+            rules = {rule for rule in ("th_stopping", "th_fronting", "h_dropping", "non_rhotic")
+                     if rng.random() < RULE_PROBABILITY}
+            vowel_share = rng.choice(VOWEL_SHARES)
+            clauses = [perturb(clause, rules, vowel_share, rng)
+                       for clause in phoneme_clauses(words.lower(), rng.choice(OPEN_ACCENTS), mnemonics=True)]
+            try:
+                samples = speak_to_wav(" ".join(f"[[{clause}]]" for clause in clauses), output / relative, voice,
+                                       int(words_per_minute), 16000, None if pitch == "-" else int(pitch),
+                                       phoneme_input=True)
+                counts["respoken"] += 1
+            except RuntimeError:  # the child process died on these phonemes
+                shutil.copy(source / relative, output / relative)
+                counts["failed"] += 1
+        else:
+            shutil.copy(source / relative, output / relative)
+            counts["unchanged"] += 1
+        rows.append(f"{relative}\t{samples}")
+    (output / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", help="the corpus (scripts/data/asr_corpus.py --text open, e.g. data/asr)")
+    parser.add_argument("output", help="the copy to write")
+    parser.add_argument("--share", type=float, default=0.5, help="probability that an utterance is re-spoken")
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args(argv)
+    counts = perturb_corpus(Path(args.source), Path(args.output), args.share, args.seed)
+    print(f"{args.output}: {counts['respoken']} training utterances re-spoken with a made-up accent, "
+          f"{counts['unchanged']} as they were, {counts['failed']} that eSpeak NG could not speak copied as they were")
+
+
+if __name__ == "__main__":
+    exit_on_user_error(main)

@@ -26,6 +26,7 @@ from common.errors import ArgumentParser, UserError, UserFileNotFoundError, exit
 from common.espeak import phoneme_clauses
 from scripts.data.asr_corpus import OPEN_ACCENTS
 from scripts.data.synthetic_corpus import speak_to_wav
+from scripts.wav2vec2.speed_perturbed_corpus import copy_all_but_training_audio
 
 RULE_PROBABILITY = 0.3
 VOWEL_SHARES = (0.0, 0.1, 0.2, 0.3)
@@ -71,13 +72,7 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int) -> dict[
         raise UserError(f"--share must be in [0, 1], got {share}")
     if output.resolve() == source.resolve():
         raise UserError("OUTPUT must be another folder than SOURCE")
-    (output / "wavs").mkdir(parents=True, exist_ok=True)
-    for path in source.iterdir():
-        if path.is_file() and not path.name.startswith("train."):
-            shutil.copy(path, output / path.name)
-    for extension in ("ltr", "wrd"):
-        if (source / f"train.{extension}").is_file():
-            shutil.copy(source / f"train.{extension}", output / f"train.{extension}")
+    copy_all_but_training_audio(source, output)
     # utterances.csv: ID|split|voice|words per minute|words|pitch (- for the voice's own)
     training = {fields[0]: fields for fields in (line.split("|") for line in
                                                  (source / "utterances.csv").read_text(encoding="utf-8").splitlines())

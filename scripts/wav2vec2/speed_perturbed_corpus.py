@@ -23,6 +23,15 @@ from common.errors import ArgumentParser, UserError, UserFileNotFoundError, exit
 RATE_STEP = 100  # Hz: the new rate is rounded to it, which keeps the polyphase resampler's factors small
 
 
+def copy_all_but_training_audio(source: Path, output: Path) -> None:
+    """The corpus's files but its training manifest and wavs: the other splits' manifests (still pointing at SOURCE's
+    wavs), the labels, the dictionary and the corpus's stamp. The caller writes train.tsv and the training wavs."""
+    (output / "wavs").mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.is_file() and path.name != "train.tsv":
+            shutil.copy(path, output / path.name)
+
+
 def perturb_corpus(source: Path, output: Path, share: float, span: float, seed: int) -> dict[str, int]:
     """Write the copy; returns how many training utterances were perturbed and copied as they are."""
     manifest = source / "train.tsv"
@@ -32,13 +41,7 @@ def perturb_corpus(source: Path, output: Path, share: float, span: float, seed: 
         raise UserError(f"--share must be in [0, 1] and --span in [0, 1), got {share} and {span}")
     if output.resolve() == source.resolve():
         raise UserError("OUTPUT must be another folder than SOURCE")
-    (output / "wavs").mkdir(parents=True, exist_ok=True)
-    for path in source.iterdir():  # manifests, labels, dictionary and the corpus's stamp, all but the training split
-        if path.is_file() and not path.name.startswith("train."):
-            shutil.copy(path, output / path.name)
-    for extension in ("ltr", "wrd"):
-        if (source / f"train.{extension}").is_file():
-            shutil.copy(source / f"train.{extension}", output / f"train.{extension}")
+    copy_all_but_training_audio(source, output)
 
     lines = manifest.read_text(encoding="utf-8").splitlines()
     source_root = Path(lines[0])

@@ -91,7 +91,7 @@ def synthesize(text: str, voice: str = "en-us", words_per_minute: int = 175,
                pitch: int | None = None, phoneme_input: bool = False) -> tuple[np.ndarray, int]:
     """Speak `text`; returns (float32 samples in [-1, 1], sampling rate). The same arguments give the same samples.
     `pitch` (0-100) moves the voice's base pitch; None keeps the voice's own (50). With `phoneme_input`, what is
-    inside [[ ]] is read as eSpeak's phoneme mnemonics (common.espeak.text_to_phonemes(..., mnemonics=True))."""
+    inside [[ ]] is read as eSpeak's phoneme mnemonics (common.espeak.phoneme_clauses(..., mnemonics=True))."""
     if not text.strip():
         raise ValueError("cannot synthesise empty text")
     if not _RATE_MINIMUM <= words_per_minute <= _RATE_MAXIMUM:

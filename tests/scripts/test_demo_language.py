@@ -87,6 +87,7 @@ def test_a_german_corpus_goes_beside_the_english_one(tmp_path):
     script = tmp_path / "scripts" / "prepare_dataset.sh"
     script.write_text((ROOT / "scripts" / "prepare_dataset.sh").read_text())
     (tmp_path / "scripts" / "data").symlink_to(ROOT / "scripts" / "data")
+    (tmp_path / "scripts" / "project_python.sh").symlink_to(ROOT / "scripts" / "project_python.sh")
     (tmp_path / ".venv").symlink_to(sys.prefix)  # the script runs .venv/bin/python: this test's environment
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     environment.pop("DATA_DIR", None)

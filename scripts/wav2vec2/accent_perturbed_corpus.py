@@ -26,7 +26,7 @@ from common.errors import ArgumentParser, UserError, UserFileNotFoundError, exit
 from common.espeak import phoneme_clauses
 from scripts.data.asr_corpus import OPEN_ACCENTS
 from scripts.data.synthetic_corpus import speak_to_wav
-from scripts.wav2vec2.speed_perturbed_corpus import copy_all_but_training_audio
+from scripts.wav2vec2.speed_perturbed_corpus import start_copy, write_manifest
 
 RULE_PROBABILITY = 0.3
 VOWEL_SHARES = (0.0, 0.1, 0.2, 0.3)
@@ -64,28 +64,23 @@ def perturb(clause: str, rules: set[str], vowel_share: float, rng: random.Random
 
 def perturb_corpus(source: Path, output: Path, share: float, seed: int) -> dict[str, int]:
     """Write the copy; returns how many training utterances were re-spoken, copied as they were, and failed."""
-    for required in ("train.tsv", "utterances.csv"):
-        if not (source / required).is_file():
-            raise UserFileNotFoundError(f"{source / required} not found: SOURCE must be a corpus of "
-                                        f"scripts/data/asr_corpus.py --text open")
+    if not (source / "utterances.csv").is_file():
+        raise UserFileNotFoundError(f"{source / 'utterances.csv'} not found: SOURCE must be a corpus of "
+                                    f"scripts/data/asr_corpus.py --text open")
     if not 0.0 <= share <= 1.0:
         raise UserError(f"--share must be in [0, 1], got {share}")
-    if output.resolve() == source.resolve():
-        raise UserError("OUTPUT must be another folder than SOURCE")
-    copy_all_but_training_audio(source, output)
+    source_root, manifest_rows = start_copy(source, output)
     # utterances.csv: ID|split|voice|words per minute|words|pitch (- for the voice's own)
     training = {fields[0]: fields for fields in (line.split("|") for line in
                                                  (source / "utterances.csv").read_text(encoding="utf-8").splitlines())
                 if len(fields) == 6 and fields[1] == "train"}
 
     rng = random.Random(seed)
-    lines = (source / "train.tsv").read_text(encoding="utf-8").splitlines()
-    rows, counts = [str(output.resolve())], {"respoken": 0, "unchanged": 0, "failed": 0}
-    for number, line in enumerate(lines[1:], start=2):
-        relative, samples = line.split("\t")
+    rows, counts = [], {"respoken": 0, "unchanged": 0, "failed": 0}
+    for relative, samples in manifest_rows:
         fields = training.get(Path(relative).stem)
         if fields is None:
-            raise UserError(f"{source / 'train.tsv'}:{number}: {relative} is not a training utterance of "
+            raise UserError(f"{source / 'train.tsv'}: {relative} is not a training utterance of "
                             f"{source / 'utterances.csv'} (its six fields need --text open)")
         if rng.random() < share:
             _, _, voice, words_per_minute, words, pitch = fields
@@ -100,13 +95,13 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int) -> dict[
                                        phoneme_input=True)
                 counts["respoken"] += 1
             except RuntimeError:  # the child process died on these phonemes
-                shutil.copy(source / relative, output / relative)
+                shutil.copy(source_root / relative, output / relative)
                 counts["failed"] += 1
         else:
-            shutil.copy(source / relative, output / relative)
+            shutil.copy(source_root / relative, output / relative)
             counts["unchanged"] += 1
         rows.append(f"{relative}\t{samples}")
-    (output / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    write_manifest(output, rows)
     return counts
 
 

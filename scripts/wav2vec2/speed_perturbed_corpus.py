@@ -23,37 +23,45 @@ from common.errors import ArgumentParser, UserError, UserFileNotFoundError, exit
 RATE_STEP = 100  # Hz: the new rate is rounded to it, which keeps the polyphase resampler's factors small
 
 
-def copy_all_but_training_audio(source: Path, output: Path) -> None:
-    """The corpus's files but its training manifest and wavs: the other splits' manifests (still pointing at SOURCE's
-    wavs), the labels, the dictionary and the corpus's stamp. The caller writes train.tsv and the training wavs."""
-    (output / "wavs").mkdir(parents=True, exist_ok=True)
-    for path in source.iterdir():
-        if path.is_file() and path.name != "train.tsv":
-            shutil.copy(path, output / path.name)
-
-
-def perturb_corpus(source: Path, output: Path, share: float, span: float, seed: int) -> dict[str, int]:
-    """Write the copy; returns how many training utterances were perturbed and copied as they are."""
+def start_copy(source: Path, output: Path) -> tuple[Path, list[tuple[str, int]]]:
+    """Copy the corpus's files but its training manifest and wavs (the other splits' manifests, still pointing at
+    SOURCE's wavs, the labels, the dictionary and the corpus's stamp), and read its training manifest. Returns the
+    folder its paths are relative to, and its (path, samples) rows; the caller writes the wavs and train.tsv."""
     manifest = source / "train.tsv"
     if not manifest.is_file():
         raise UserFileNotFoundError(f"{manifest} not found: SOURCE must be a corpus folder with a train.tsv")
-    if not 0.0 <= share <= 1.0 or not 0.0 <= span < 1.0:
-        raise UserError(f"--share must be in [0, 1] and --span in [0, 1), got {share} and {span}")
     if output.resolve() == source.resolve():
         raise UserError("OUTPUT must be another folder than SOURCE")
-    copy_all_but_training_audio(source, output)
-
     lines = manifest.read_text(encoding="utf-8").splitlines()
-    source_root = Path(lines[0])
-    rng = random.Random(seed)
-    rows, counts = [str(output.resolve())], {"perturbed": 0, "unchanged": 0}
+    rows = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
         try:
-            relative, _ = line.split("\t")
+            relative, samples = line.split("\t")
+            rows.append((relative, int(samples)))
         except ValueError:
             raise UserError(f"{manifest}:{number}: expected 'path<TAB>samples', got {line!r}") from None
+    (output / "wavs").mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.is_file() and path.name != "train.tsv":
+            shutil.copy(path, output / path.name)
+    return Path(lines[0]), rows
+
+
+def write_manifest(output: Path, rows: list[str]) -> None:
+    """OUTPUT's train.tsv: its own folder as the root, then "path<TAB>samples" rows."""
+    (output / "train.tsv").write_text("\n".join([str(output.resolve()), *rows]) + "\n", encoding="utf-8")
+
+
+def perturb_corpus(source: Path, output: Path, share: float, span: float, seed: int) -> dict[str, int]:
+    """Write the copy; returns how many training utterances were perturbed and copied as they are."""
+    if not 0.0 <= share <= 1.0 or not 0.0 <= span < 1.0:
+        raise UserError(f"--share must be in [0, 1] and --span in [0, 1), got {share} and {span}")
+    source_root, training = start_copy(source, output)
+    rng = random.Random(seed)
+    rows, counts = [], {"perturbed": 0, "unchanged": 0}
+    for relative, _ in training:
         audio, rate = soundfile.read(source_root / relative, dtype="float32")
         if rng.random() < share:
             speed = 1.0 + rng.uniform(-span, span)
@@ -64,7 +72,7 @@ def perturb_corpus(source: Path, output: Path, share: float, span: float, seed: 
         (output / relative).parent.mkdir(parents=True, exist_ok=True)
         soundfile.write(output / relative, audio, rate, subtype="PCM_16")
         rows.append(f"{relative}\t{len(audio)}")
-    (output / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    write_manifest(output, rows)
     return counts
 
 

@@ -10,7 +10,8 @@ from common.errors import exit_on_user_error
 from common.espeak import phoneme_clauses
 from scripts.data.asr_corpus import build_asr_corpus
 from scripts.data.espeak import synthesize
-from scripts.wav2vec2.accent_perturbed_corpus import main, perturb
+from scripts.data.asr_corpus import OPEN_VARIANTS
+from scripts.wav2vec2.accent_perturbed_corpus import WIDE_VARIANTS, held_out_variants, main, perturb
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,35 @@ def test_a_corpus_without_utterances_csv_is_refused(tmp_path, capsys):
     assert stopped.value.code == 2
     assert "utterances.csv not found: SOURCE must be a corpus of scripts/data/asr_corpus.py --text open" in \
         capsys.readouterr().err
+
+
+def test_the_wide_variants_leave_out_the_held_out_voices_and_the_corpus_own():
+    assert held_out_variants() == {"m4", "m7", "f5", "klatt"}
+    assert not set(WIDE_VARIANTS) & (held_out_variants() | set(OPEN_VARIANTS))
+    assert len(set(WIDE_VARIANTS)) == len(WIDE_VARIANTS)
+
+
+def test_wide_variants_without_an_accent_speak_the_words_in_another_voice(open_corpus, tmp_path, capsys):
+    main([str(open_corpus), str(tmp_path / "wide"), "--share", "1", "--variants", "wide", "--no-accent"])
+    assert "re-spoken (as they are, wide variants)" in capsys.readouterr().out
+    first = (open_corpus / "train.tsv").read_text().splitlines()[1].split("\t")[0]
+    identifier = first.split("/")[-1].removesuffix(".wav")
+    fields = next(line.split("|") for line in (open_corpus / "utterances.csv").read_text().splitlines()
+                  if line.startswith(identifier + "|"))
+    # the same words, the same accent, rate and pitch, in the variant the seeded draw gives (after the share's draw)
+    rng = random.Random(1234)
+    rng.random()
+    voice = f"{fields[2].partition('+')[0]}+{rng.choice(WIDE_VARIANTS)}"
+    pitch = None if fields[5] == "-" else int(fields[5])
+    expected, rate = synthesize(fields[4].lower(), voice=voice, words_per_minute=int(fields[3]), pitch=pitch)
+    written, written_rate = soundfile.read(tmp_path / "wide" / first)
+    assert written_rate == 16000 and rate > 16000
+    assert abs(len(written) / written_rate - len(expected) / rate) < 0.1  # edge silence is trimmed in the copy
+    assert (tmp_path / "wide" / first).read_bytes() != (open_corpus / first).read_bytes()
+
+
+def test_an_unknown_variant_set_is_refused(open_corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main([str(open_corpus), str(tmp_path / "x"), "--variants", "every"])
+    assert stopped.value.code == 2
+    assert "--variants: invalid choice: 'every'" in capsys.readouterr().err

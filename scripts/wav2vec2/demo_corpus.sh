@@ -18,3 +18,20 @@ ensure_asr_demo_corpus() {
     "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
     echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
 }
+
+# ensure_accent_copy SOURCE COPY SHARE VARIANTS: the training copy of the corpus in SOURCE in which a SHARE of the
+# training utterances are re-spoken with made-up accents and VARIANTS (own or wide) voice variants
+# (scripts/wav2vec2/accent_perturbed_corpus.py), built unless COPY was built from the same source and arguments (its
+# stamp, COPY/.accent_copy, says which). The test manifests in COPY still point at SOURCE's wavs.
+ensure_accent_copy() {
+    local source=$1 copy=$2 share=$3 variants=$4
+    local stamp
+    stamp="$(cat "$source/.demo_asr_corpus" 2>/dev/null) | --share $share --variants $variants --seed 1234"
+    if [ -f "$copy/train.tsv" ] && [ "$(cat "$copy/.accent_copy" 2>/dev/null)" = "$stamp" ]; then
+        return 0
+    fi
+    rm -f "$copy/.accent_copy"
+    "$PYTHON" -m scripts.wav2vec2.accent_perturbed_corpus "$source" "$copy" --share "$share" --variants "$variants" \
+        --seed 1234
+    echo "$stamp" > "$copy/.accent_copy"
+}

@@ -18,11 +18,11 @@ from wav2vec2.model import parse_conv_feature_layers
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_demo(data: Path, output: Path, *flags: str) -> subprocess.CompletedProcess:
+def run_demo(data: Path, output: Path, *flags: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "scripts/wav2vec2/demo_asr.sh", *flags], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHON": sys.executable, "QUICK": "1",
                                             "DATA_DIR": str(data), "OUTPUT_DIR": str(output),
-                                            "OMP_NUM_THREADS": "1"})
+                                            "OMP_NUM_THREADS": "1", **environment})
 
 
 @pytest.mark.slow
@@ -37,6 +37,8 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         "--everyday-sentences", "2"]
     assert {"train.tsv", "valid.tsv", "test_sentences.tsv", "test_voice.tsv", "test_everyday.tsv",
             "test_everyday_voices.tsv", "dict.ltr.txt"} <= {path.name for path in data.iterdir()}
+    parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
+    assert parameters["data"] == str(data) and not (tmp_path / "asr_accent").exists()
     # training, then one inference folder per test split: 2 held-out template sentences, 2 everyday sentences (by
     # training voices, then by each of the 4 held-out voices)
     sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
@@ -79,6 +81,29 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     assert all(name in text for name in sizes) and "CER" in text and "en-029+f5 (2 utterances)" in text
     assert "eSpeak NG saying the TTS demo's 25 test sentences" in text and "with the language model" in text
     assert text in completed.stdout  # the report file holds what was printed
+
+
+@pytest.mark.slow
+def test_accent_share_trains_on_a_re_spoken_copy_and_tests_on_the_corpus(tmp_path):
+    data, output = tmp_path / "asr", tmp_path / "demo"
+    completed = run_demo(data, output, ACCENT_SHARE="0.5", ACCENT_VARIANTS="wide")
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    copy = tmp_path / "asr_accent"
+    assert (copy / ".accent_copy").read_text() == (
+        (data / ".demo_asr_corpus").read_text().strip() + " | --share 0.5 --variants wide --seed 1234\n")
+    assert "training utterances re-spoken (with a made-up accent, wide variants)" in completed.stdout
+    # the copy's training manifest is its own; its test manifests and labels are the corpus's
+    assert (copy / "train.tsv").read_text().splitlines()[0] == str(copy.resolve())
+    assert (copy / "test_everyday_voices.tsv").read_text() == (data / "test_everyday_voices.tsv").read_text()
+    assert (copy / "train.wrd").read_text() == (data / "train.wrd").read_text()
+    parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
+    assert parameters["data"] == str(copy)
+    assert len((output / "test_everyday_voices" / "predictions.txt").read_text().splitlines()) == 8
+    # a rerun finds the copy built from the same corpus and arguments and keeps it
+    built = (copy / "train.tsv").stat().st_mtime_ns
+    rerun = run_demo(data, output, ACCENT_SHARE="0.5", ACCENT_VARIANTS="wide")
+    assert rerun.returncode == 0 and (copy / "train.tsv").stat().st_mtime_ns == built
+    assert "re-spoken" not in rerun.stdout
 
 
 def test_demo_preset_is_a_small_from_scratch_ctc_model():

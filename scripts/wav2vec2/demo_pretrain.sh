@@ -14,9 +14,11 @@
 #   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_pretrain), NUM_UTTERANCES (2000), OPEN_UTTERANCES
 #   (4000; both as demo_asr.sh builds the corpus: scripts/wav2vec2/demo_corpus.sh), LABELLED_FRACTION (0.02),
 #   FINETUNE_UPDATES (500), FINETUNE_MASK_PROB (0.5), PRETRAIN_CONFIG (configs/wav2vec2_pretrain_demo.json),
-#   FINETUNE_CONFIG (configs/wav2vec2_asr_demo.json: the same model size), PYTHON, QUICK=1 (every stage on a
-#   12-utterance corpus and a tiny model for 4 updates, in seconds: a smoke test whose CER means nothing; defaults
-#   then go to data/asr_quick and output/demo_pretrain_quick).
+#   FINETUNE_CONFIG (configs/wav2vec2_asr_demo.json: the same model size), PRETRAIN_DATA_DIR (DATA_DIR: the corpus
+#   whose training audio stage 2 pre-trains on, e.g. a copy made by scripts/wav2vec2/accent_perturbed_corpus.py;
+#   the fine-tunes and tests stay on DATA_DIR), PYTHON, QUICK=1 (every stage on a 12-utterance corpus and a tiny
+#   model for 4 updates, in seconds: a smoke test whose CER means nothing; defaults then go to data/asr_quick and
+#   output/demo_pretrain_quick).
 # A rerun in the same OUTPUT_DIR resumes each training (--resume-from-last); use a fresh OUTPUT_DIR for a new run.
 # Target: 45 minutes in all on the 2-core CPU; measured in wav2vec2/RESULTS.md.
 set -euo pipefail
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/../.."
 source scripts/project_python.sh
 die() { echo "demo_pretrain.sh: error: $*" >&2; exit 2; }
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
 source scripts/wav2vec2/demo_corpus.sh
 read_stage_flags 1 5 "$@"
@@ -57,6 +59,7 @@ else
     PRETRAIN_FLAGS=()
 fi
 PRETRAIN_CONFIG=${PRETRAIN_CONFIG:-configs/wav2vec2_pretrain_demo.json}
+PRETRAIN_DATA_DIR=${PRETRAIN_DATA_DIR:-$DATA_DIR}
 FINETUNE_CONFIG=${FINETUNE_CONFIG:-configs/wav2vec2_asr_demo.json}
 # Half the frames masked while fine-tuning on so few labels (the ASR preset masks 10 %): both starts gain, the
 # pre-trained one more; and no channel masks, which cost the pre-trained start (wav2vec2/RESULTS.md).
@@ -77,8 +80,10 @@ if runs 1; then
         --output-split "$labelled"
 fi
 if runs 2; then
-    echo "== stage 2: pre-train wav2vec 2.0 on $DATA_DIR/train.tsv's audio (no labels) -> $OUTPUT_DIR/pretrain =="
-    "$PYTHON" train.py -m wav2vec2 pretrain --config-file "$PRETRAIN_CONFIG" --data "$DATA_DIR" \
+    echo "== stage 2: pre-train wav2vec 2.0 on $PRETRAIN_DATA_DIR/train.tsv's audio (no labels)" \
+         "-> $OUTPUT_DIR/pretrain =="
+    [ -f "$PRETRAIN_DATA_DIR/train.tsv" ] || die "PRETRAIN_DATA_DIR: $PRETRAIN_DATA_DIR/train.tsv does not exist"
+    "$PYTHON" train.py -m wav2vec2 pretrain --config-file "$PRETRAIN_CONFIG" --data "$PRETRAIN_DATA_DIR" \
         -o "$OUTPUT_DIR/pretrain" --resume-from-last --quiet \
         ${MODEL_FLAGS[@]+"${MODEL_FLAGS[@]}"} ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} \
         ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"} ${train_flags[@]+"${train_flags[@]}"}

@@ -15,6 +15,7 @@ import pytest
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
+from scripts.wav2vec2 import accent_perturbed_corpus
 from scripts.wav2vec2.labelled_subset import choose_subset, write_subset
 from scripts.wav2vec2.report_pretrain_demo import (codebook_check, curve, pretraining_records, relative_reduction,
                                                    find_test_splits)
@@ -22,11 +23,15 @@ from scripts.wav2vec2.report_pretrain_demo import (codebook_check, curve, pretra
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_demo(data: Path, output: Path, *flags: str) -> subprocess.CompletedProcess:
+def run_demo(data: Path, output: Path, *flags: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "scripts/wav2vec2/demo_pretrain.sh", *flags], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "PYTHON": sys.executable, "QUICK": "1",
                                                        "DATA_DIR": str(data), "OUTPUT_DIR": str(output),
-                                                       "OMP_NUM_THREADS": "1"})
+                                                       "OMP_NUM_THREADS": "1", **environment})
+
+
+def parameters(log: Path) -> dict:
+    return [record["data"] for record in read_dllogger_file(log) if record["step"] == "PARAMETER"][0]
 
 
 @pytest.mark.slow
@@ -50,8 +55,8 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     for folder in ("pretrain", "finetune_pretrained", "finetune_random"):
         assert (output / folder / "checkpoint_wav2vec2_last.pt").exists()
     # both fine-tunes ran with the same settings but the start, half the frames masked (FINETUNE_MASK_PROB)
-    settings = {folder: [r["data"] for r in read_dllogger_file(output / folder / "nvlog.json")
-                         if r["step"] == "PARAMETER"][0] for folder in ("finetune_pretrained", "finetune_random")}
+    settings = {folder: parameters(output / folder / "nvlog.json")
+                for folder in ("finetune_pretrained", "finetune_random")}
     assert settings["finetune_pretrained"]["mask_prob"] == 0.5
     # ... in fp32 and without channel masks, as measured, though the ASR preset they share trains in bf16 with them
     assert (settings["finetune_pretrained"]["fp32"], settings["finetune_pretrained"]["bf16"]) == (True, False)
@@ -85,6 +90,21 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     assert report["target_met"] == all(reduction >= 30 for reduction in report["cer_reduction"].values())
     text = (output / "report.txt").read_text()
     assert "codebook" in text and "CER reduction" in text and text in completed.stdout
+    assert parameters(output / "pretrain" / "nvlog.json")["data"] == str(data)
+
+    # PRETRAIN_DATA_DIR: stage 2 pre-trains on another corpus's training audio (here a re-spoken copy)
+    accent_perturbed_corpus.main([str(data), str(tmp_path / "copy"), "--share", "1"])
+    completed = run_demo(data, tmp_path / "demo_copy", "--stage", "2", "--stop-stage", "2",
+                         PRETRAIN_DATA_DIR=str(tmp_path / "copy"))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert parameters(tmp_path / "demo_copy" / "pretrain" / "nvlog.json")["data"] == str(tmp_path / "copy")
+
+
+def test_a_missing_pretraining_corpus_is_named(tmp_path):
+    completed = run_demo(tmp_path / "asr", tmp_path / "demo", "--stage", "2", PRETRAIN_DATA_DIR=str(tmp_path / "none"))
+    assert completed.returncode == 2
+    assert completed.stderr.strip().endswith(
+        f"demo_pretrain.sh: error: PRETRAIN_DATA_DIR: {tmp_path / 'none'}/train.tsv does not exist")
 
 
 def test_stage_flags_are_checked():

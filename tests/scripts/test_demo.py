@@ -17,10 +17,10 @@ from tests.conftest import TINY_TACOTRON2
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_demo(corpus: Path, output: Path, asr_checkpoint: Path) -> subprocess.CompletedProcess:
+def run_demo(corpus: Path, output: Path, asr_checkpoint: Path, **environment: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus), "OUTPUT_DIR": str(output),
            "FILELISTS": str(corpus / "filelists"), "ASR_CHECKPOINT": str(asr_checkpoint), "OPEN_SEQUENCES": "2",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", **environment}
     return subprocess.run(["bash", "scripts/demo.sh", *TINY_TACOTRON2, "--epochs", "1", "--num-workers", "0",
                            "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
@@ -38,6 +38,10 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     assert training[:-2] == synthetic_corpus.train_filelist.read_text().splitlines()
     assert [line.split("|")[0] for line in training[-2:]] == ["wavs/OPEN-0001.wav", "wavs/OPEN-0002.wav"]
     assert all((corpus / line.split("|")[0]).is_file() for line in training)
+    # the learning rate is held for 3/4 of EPOCHS (60) epochs of whole batches of 16, then decays over the last 1/4
+    parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
+    updates = 60 * (len(training) // 16)
+    assert (parameters["hold_updates"], parameters["decay_updates"]) == (updates * 3 // 4, updates // 4)
     phrases = [line for line in (ROOT / "phrases" / "phrase.txt").read_text().splitlines() if line.strip()]
     assert sorted(path.name for path in (output / "wavs").glob("*.wav")) == sorted(
         f"audio_{n}.wav" for n in range(1, len(phrases) + 1))
@@ -54,3 +58,9 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "make demo-asr" in completed.stdout and "not measured" in completed.stdout
+
+
+def test_epochs_must_be_a_whole_number(tmp_path):
+    completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", EPOCHS="forty")
+    assert completed.returncode == 2 and not (tmp_path / "corpus").exists()
+    assert completed.stderr.strip() == "error: EPOCHS must be a positive whole number, got 'forty'"

@@ -6,17 +6,18 @@ tool.
     OUTPUT_DIR=output/asr_accent50 DATA_DIR=data/asr_accent50 bash scripts/wav2vec2/demo_asr.sh   # train and test
 
 eSpeak NG's English accents differ in how they transcribe words into phonemes and in how they sound each phoneme; the
-demo's held-out voices are accents the training never hears. This makes new ones from the training accents alone:
-each chosen training utterance (probability SHARE) is transcribed into eSpeak's phoneme names by a training accent
-drawn at random, changed by pronunciation rules drawn at random (each with probability 0.3: "th" stopped to d/t or
-fronted to v/f, "h" dropped, "r" dropped where no vowel follows; and a share of its vowels, 0 to 30 %, swapped for
-a neighbouring one), and spoken from those phonemes by the utterance's own voice, rate and pitch. Its transcript stays
-as it was. --variants wide gives each re-spoken utterance its accent with a voice variant drawn from eSpeak NG's wider
-set (WIDE_VARIANTS: other formants, pitch ranges, voicing) instead of its own; --no-accent re-speaks the words as
-they are, with no made-up accent (with --variants wide: the wider variants alone). The corpus must be scripts/data/asr_corpus.py's --text open (its utterances.csv names each utterance's
-voice, rate and pitch). Only train.tsv changes; the other manifests are copied and still point at SOURCE's wavs.
-An utterance whose phonemes eSpeak cannot speak (its child process dies, a handful in thousands) is copied as it was.
-The same seed gives the same bytes. wav2vec2/RESULTS.md reports what it did to the held-out voices.
+demo's held-out voices are accents the training never hears. This makes new ones from the training accents alone: each
+chosen training utterance (probability SHARE) is transcribed into eSpeak's phoneme names by a training accent drawn at
+random, changed by pronunciation rules drawn at random (each with probability 0.3: "th" stopped to d/t or fronted to
+v/f, "h" dropped, "r" dropped where no vowel follows; and a share of its vowels, 0 to 30 %, swapped for a neighbouring
+one), and spoken from those phonemes by the utterance's own voice, rate and pitch. Its transcript stays as it was.
+--variants wide gives each re-spoken utterance its accent with a voice variant drawn from eSpeak NG's wider set
+(WIDE_VARIANTS: other formants, pitch ranges, voicing) instead of its own; --no-accent re-speaks the words as they are,
+with no made-up accent (with --variants wide: the wider variants alone). The corpus must be scripts/data/asr_corpus.py's
+--text open (its utterances.csv names each utterance's voice, rate and pitch). Only train.tsv changes; the other
+manifests are copied and still point at SOURCE's wavs. An utterance whose phonemes eSpeak cannot speak (its child
+process dies, a handful in thousands) is copied as it was. The same seed gives the same bytes. wav2vec2/RESULTS.md
+reports what it did to the held-out voices.
 """
 from __future__ import annotations
 

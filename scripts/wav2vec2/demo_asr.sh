@@ -2,19 +2,19 @@
 # The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (scripts/data/asr_corpus.py
 # --text open: the TTS corpus's template sentences and runs of words of a 20,000-word lexicon, many voices, rates and
 # pitches, 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json),
-# then transcribe every test split, greedily and with a beam search over a word 2-gram language model of the training transcripts (scripts/wav2vec2/build_lm.py), and
-# report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and report.json / report.txt in OUTPUT_DIR):
-# held-out template sentences by training voices (test_sentences) and by a held-out voice (test_voice), and
-# hand-written everyday sentences by training voices (test_everyday) and by four held-out accents and variants
-# (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
+# then transcribe every test split, greedily and with a beam search over a word 2-gram language model of the training
+# transcripts (scripts/wav2vec2/build_lm.py), and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and
+# report.json / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a
+# held-out voice (test_voice), and hand-written everyday sentences by training voices (test_everyday) and by four
+# held-out accents and variants (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
 # (scripts/wav2vec2/tts_judge_ceiling.py: the ceiling of the intelligibility score this recognizer gives `make demo`).
 #   scripts/wav2vec2/demo_asr.sh [extra train.py flags, e.g. --max-updates 400]
 #   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_asr), NUM_UTTERANCES (2000 template sentences),
 #   OPEN_UTTERANCES (4000 word runs), ACCENT_SHARE (0: train on DATA_DIR as built; e.g. 0.5: train on a copy,
 #   TRAIN_DATA_DIR (DATA_DIR_accent), in which that share of the training utterances is re-spoken with made-up
 #   accents: scripts/wav2vec2/accent_perturbed_corpus.py), ACCENT_VARIANTS (wide: in eSpeak NG's other voice
-#   variants; own: each in its own), CONFIG (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny corpus and a
-#   tiny model, in seconds: a smoke test, its CER means nothing; defaults then go to data/asr_quick and
+#   variants; own: each in its own), CONFIG (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny
+#   corpus and a tiny model, in seconds: a smoke test, its CER means nothing; defaults then go to data/asr_quick and
 #   output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments.

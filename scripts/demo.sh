@@ -6,8 +6,9 @@
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech
 #   OPEN_SEQUENCES (450): open-vocabulary word sequences added to the training split (scripts/data/tts_open_sequences.py),
-#     for words outside the corpus's templates; EPOCHS (60: 3360 updates of the preset's batches of 16), the learning
-#     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's shape, stretched)
+#     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
+#     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
+#     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/project_python.sh
@@ -17,7 +18,7 @@ CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 FILELISTS=${FILELISTS:-filelists}
 ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
-EPOCHS=${EPOCHS:-60}
+EPOCHS=${EPOCHS:-40}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
 
 start=$(date +%s)

@@ -24,14 +24,14 @@ ensure_asr_demo_corpus() {
 # (scripts/wav2vec2/accent_perturbed_corpus.py), built unless COPY was built from the same source and arguments (its
 # stamp, COPY/.accent_copy, says which). The test manifests in COPY still point at SOURCE's wavs.
 ensure_accent_copy() {
-    local source=$1 copy=$2 share=$3 variants=$4
+    local source=$1 copy=$2
+    local copy_args=(--share "$3" --variants "$4" --seed 1234)
     local stamp
-    stamp="$(cat "$source/.demo_asr_corpus" 2>/dev/null) | --share $share --variants $variants --seed 1234"
+    stamp="$(cat "$source/.demo_asr_corpus" 2>/dev/null) | ${copy_args[*]}"
     if [ -f "$copy/train.tsv" ] && [ "$(cat "$copy/.accent_copy" 2>/dev/null)" = "$stamp" ]; then
         return 0
     fi
     rm -f "$copy/.accent_copy"
-    "$PYTHON" -m scripts.wav2vec2.accent_perturbed_corpus "$source" "$copy" --share "$share" --variants "$variants" \
-        --seed 1234
+    "$PYTHON" -m scripts.wav2vec2.accent_perturbed_corpus "$source" "$copy" "${copy_args[@]}"
     echo "$stamp" > "$copy/.accent_copy"
 }

@@ -8,9 +8,8 @@ import soundfile
 
 from common.errors import exit_on_user_error
 from common.espeak import phoneme_clauses
-from scripts.data.asr_corpus import build_asr_corpus
+from scripts.data.asr_corpus import OPEN_VARIANTS, build_asr_corpus
 from scripts.data.espeak import synthesize
-from scripts.data.asr_corpus import OPEN_VARIANTS
 from scripts.wav2vec2.accent_perturbed_corpus import WIDE_VARIANTS, held_out_variants, main, perturb
 
 

@@ -239,12 +239,8 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
     """Vocoder-free inversion: log mel (B, n_mel, T) -> audio (B, T * hop_length).
 
     The linear magnitude is the least-squares inverse of the filterbank (clamped at zero), raised to `power` (above 1
-    sharpens it); the phase is then found iteratively. With momentum > 0 this is the "fast Griffin-Lim" of Perraudin,
-    Balazs and Sondergaard (2013): each new phase estimate overshoots along its last change, which converges in far
-    fewer iterations; momentum 0 is the original algorithm.
+    sharpens it); the phase is then found by griffin_lim_phase.
     """
-    if not 0.0 <= momentum < 1.0:
-        raise ValueError(f"Griffin-Lim momentum must be in [0, 1), got {momentum}")
     if power <= 0:
         raise ValueError(f"Griffin-Lim magnitude power must be > 0, got {power}")
     if log_mel.dim() == 2:
@@ -255,12 +251,24 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
     ).to(log_mel.device)
     mel = dynamic_range_decompression(log_mel.float())
     magnitude = torch.clamp(torch.matmul(torch.linalg.pinv(basis), mel), min=0.0) ** power
-    window = torch.hann_window(params.win_length, periodic=True, device=log_mel.device)
+    return griffin_lim_phase(magnitude, params, n_iters, momentum, seed)
+
+
+def griffin_lim_phase(magnitude: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = GRIFFIN_LIM_ITERS,
+                      momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0) -> torch.Tensor:
+    """Audio (B, T * hop_length) whose STFT magnitude approaches `magnitude` (B, filter_length // 2 + 1, T): the phase
+    starts random and is found iteratively. With momentum > 0 this is the "fast Griffin-Lim" of Perraudin, Balazs
+    and Sondergaard (2013): each new phase estimate overshoots along its last change, which converges in far fewer
+    iterations; momentum 0 is the original algorithm. The audio is scaled to a peak of 0.95.
+    """
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"Griffin-Lim momentum must be in [0, 1), got {momentum}")
+    window = torch.hann_window(params.win_length, periodic=True, device=magnitude.device)
     stft_args = dict(n_fft=params.filter_length, hop_length=params.hop_length, win_length=params.win_length,
                      window=window, center=True)
-    length = log_mel.shape[-1] * params.hop_length
+    length = magnitude.shape[-1] * params.hop_length
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    phases = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(log_mel.device)
+    phases = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(magnitude.device)
     audio = torch.istft(magnitude * phases, length=length, **stft_args)
     # Reflection needs more samples than the filter_length / 2 it pads; a mel of a frame or two gets zeros instead.
     pad_mode = "reflect" if length > params.filter_length // 2 else "constant"

@@ -8,6 +8,8 @@ sentences, heard by the same wav2vec 2.0 recognizer (scripts/intelligibility.py)
 rows (CER and WER, eSpeak's ceiling among them):
     the recordings                              the corpus's own wavs
     eSpeak NG speaking the same text            the recognizer's ceiling (scripts/intelligibility.py)
+    recordings' magnitudes -> Griffin-Lim      the phase retrieval's loss alone: the recordings' own STFT
+                                                magnitudes (no mel), fast Griffin-Lim's phase
     recordings' mels -> <vocoder>               the vocoder's loss alone, for each Griffin-Lim setting below and
                                                 --hifigan's vocoder
     Tacotron 2 teacher-forced mels -> <vocoder> the acoustic model fed the true previous frames
@@ -28,7 +30,7 @@ import torch
 
 from common.arguments import positive_int
 from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams, MelSpectrogram,
-                          griffin_lim, load_wav, save_wav)
+                          griffin_lim, griffin_lim_phase, load_wav, save_wav)
 from common.errors import exit_on_user_error
 from common.filelist import read_filelist
 from scripts.hifigan.extract_gta_mels import teacher_forced_mels
@@ -114,7 +116,10 @@ def main(argv: list[str] | None = None) -> dict:
     recordings = [entry.path for entry in entries]
     mel_spectrogram = MelSpectrogram(params)
     with torch.no_grad():
-        true_mels = [mel_spectrogram(load_wav(path, params.sampling_rate))[0] for path in recordings]
+        recorded_audio = [load_wav(path, params.sampling_rate) for path in recordings]
+        true_mels = [mel_spectrogram(audio)[0] for audio in recorded_audio]
+        # Griffin-Lim from the exact magnitudes: what phase retrieval alone costs, with no mel to invert.
+        phase_only = [griffin_lim_phase(mel_spectrogram.magnitude(audio.unsqueeze(0)))[0] for audio in recorded_audio]
     mel_sets = [("recordings' mels", true_mels),
                 ("Tacotron 2 teacher-forced mels", teacher_forced_mels(
                     synthesizer.tacotron2, synthesizer.text, mel_spectrogram, params, entries, args.seed,
@@ -126,7 +131,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     rows = [("the recordings", pairs(recordings)),
             ("eSpeak NG speaking the same text (the ceiling)",
-             render_with_espeak(pairs(recordings), output / "espeak", "en-us", 175))]
+             render_with_espeak(pairs(recordings), output / "espeak", "en-us", 175)),
+            ("recordings' STFT magnitudes (no mel) -> fast Griffin-Lim's phase",
+             pairs(write_wavs(output / "row_03", phase_only, params.sampling_rate)))]
     for mel_name, mels in mel_sets:
         for vocoder_name, vocode in vocoders:
             with torch.no_grad():

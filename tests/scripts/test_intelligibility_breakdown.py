@@ -9,7 +9,7 @@ import pytest
 import soundfile
 import torch
 
-from common.audio import AudioParams, MelSpectrogram, griffin_lim, load_wav
+from common.audio import AudioParams, MelSpectrogram, griffin_lim, griffin_lim_phase, load_wav
 from scripts import intelligibility_breakdown
 from scripts.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
 from tests.hifigan.tiny_hifigan import save_our_checkpoint
@@ -29,6 +29,7 @@ def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_
     vocoders = [setting.name for setting in GRIFFIN_LIM_SETTINGS] + [f"HiFi-GAN ({tmp_path / 'hifigan.pt'})"]
     assert [row["audio"] for row in report["rows"]] == [
         "the recordings", "eSpeak NG speaking the same text (the ceiling)",
+        "recordings' STFT magnitudes (no mel) -> fast Griffin-Lim's phase",
         *[f"{mels} -> {vocoder}" for mels in ("recordings' mels", "Tacotron 2 teacher-forced mels", "Tacotron 2 mels")
           for vocoder in vocoders]]
     recordings = [line.split("|")[0] for line in synthetic_corpus.train_filelist.read_text().splitlines()[:2]]
@@ -41,9 +42,14 @@ def test_rows_hold_each_stages_audio_and_its_rates(synthetic_corpus, recognizer_
             assert rate == AudioParams().sampling_rate and abs(audio).max() > 0
             if not row["audio"].startswith("Tacotron 2 mels"):  # vocoded mels frame-aligned with the recording
                 assert len(audio) == recording_frames * 256
-    # each Griffin-Lim row is its setting applied to the recording's mel
-    true_mel = MelSpectrogram()(load_wav(synthetic_corpus.dataset_dir / recordings[0], 22050))
-    for row, setting in zip(report["rows"][2:], GRIFFIN_LIM_SETTINGS):
+    # the phase-only row is Griffin-Lim's phase on the recording's own magnitude; each Griffin-Lim row after it is its
+    # setting applied to the recording's mel
+    first_recording = load_wav(synthetic_corpus.dataset_dir / recordings[0], 22050)
+    phase_only = griffin_lim_phase(MelSpectrogram().magnitude(first_recording.unsqueeze(0)))[0]
+    torch.testing.assert_close(torch.from_numpy(soundfile.read(report["rows"][2]["files"][0]["wav"], dtype="float32")[0]),
+                               phase_only, atol=1.01 / 32768, rtol=0)
+    true_mel = MelSpectrogram()(first_recording)
+    for row, setting in zip(report["rows"][3:], GRIFFIN_LIM_SETTINGS):
         expected = griffin_lim(true_mel, n_iters=setting.n_iters, power=setting.power, momentum=setting.momentum)[0]
         written = torch.from_numpy(soundfile.read(row["files"][0]["wav"], dtype="float32")[0])
         torch.testing.assert_close(written, expected, atol=1.01 / 32768, rtol=0)  # 16-bit rounding

@@ -227,8 +227,8 @@ class MelSpectrogram(torch.nn.Module):
 
 
 # Griffin-Lim's defaults, chosen by what make demo-asr's recognizer hears in the TTS corpus's own mels
-# (tacotron2/RESULTS.md, "Intelligibility of the demo"): CER 5.7 % at power 1 against 32.6 % at the usual 1.5, whose sharpening erases the
-# weaker formants; with momentum, 32 iterations do as well as 60 (60 plain ones: 6.1 %).
+# (tacotron2/RESULTS.md, "Intelligibility of the demo"): CER 5.7 % at power 1 against 32.6 % at the usual 1.5, whose
+# sharpening erases the weaker formants; with momentum, 32 iterations do as well as 60 (60 plain ones: 6.1 %).
 GRIFFIN_LIM_ITERS = 32
 GRIFFIN_LIM_POWER = 1.0
 GRIFFIN_LIM_MOMENTUM = 0.99

@@ -131,15 +131,17 @@ def main(argv: list[str] | None = None) -> dict:
 
     rows = [("the recordings", pairs(recordings)),
             ("eSpeak NG speaking the same text (the ceiling)",
-             render_with_espeak(pairs(recordings), output / "espeak", "en-us", 175)),
-            ("recordings' STFT magnitudes (no mel) -> fast Griffin-Lim's phase",
-             pairs(write_wavs(output / "row_03", phase_only, params.sampling_rate)))]
+             render_with_espeak(pairs(recordings), output / "espeak", "en-us", 175))]
+
+    def add_row(name: str, audios: list[torch.Tensor]) -> None:
+        folder = output / f"row_{len(rows) + 1:02d}"
+        rows.append((name, pairs(write_wavs(folder, audios, params.sampling_rate))))
+
+    add_row("recordings' STFT magnitudes (no mel) -> fast Griffin-Lim's phase", phase_only)
     for mel_name, mels in mel_sets:
         for vocoder_name, vocode in vocoders:
             with torch.no_grad():
-                audios = [vocode(mel) for mel in mels]
-            folder = output / f"row_{len(rows) + 1:02d}"
-            rows.append((f"{mel_name} -> {vocoder_name}", pairs(write_wavs(folder, audios, params.sampling_rate))))
+                add_row(f"{mel_name} -> {vocoder_name}", [vocode(mel) for mel in mels])
 
     report = {"asr": args.asr, "tacotron2": args.tacotron2, "hifigan": args.hifigan, "filelist": args.filelist,
               "sentences": len(texts), "rows": []}

@@ -4,7 +4,8 @@
 # say how intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists.
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
-#   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech
+#   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
+#     where ASR_LM (lm_2gram.arpa beside ASR_CHECKPOINT: make demo-asr's) exists, with that language model too
 #   OPEN_SEQUENCES (450): open-vocabulary word sequences added to the training split (scripts/data/tts_open_sequences.py),
 #     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
 #     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
@@ -43,12 +44,19 @@ cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sen
     --tacotron2 "$checkpoint"
 "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" --inference-log "$OUTPUT_DIR/wavs/nvlog.json" \
     --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))
+ASR_LM=${ASR_LM:-$(dirname "$ASR_CHECKPOINT")/lm_2gram.arpa}
+lm_flags=()
+if [ -f "$ASR_LM" ]; then
+    lm_flags=(--lm "$ASR_LM" --word-score 3.0)  # the word score make demo-asr decodes with (its LM_WORD_SCORE)
+fi
 if [ -f "$ASR_CHECKPOINT" ]; then
     echo "== Intelligibility: what $ASR_CHECKPOINT hears =="
     "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs_test" --quiet \
-        --texts "$OUTPUT_DIR/test_sentences.txt" --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_test"
+        --texts "$OUTPUT_DIR/test_sentences.txt" --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_test" \
+        ${lm_flags[@]+"${lm_flags[@]}"}
     "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs" --quiet \
-        --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases"
+        --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases" \
+        ${lm_flags[@]+"${lm_flags[@]}"}
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
          "(about 23 minutes), then \`make demo\` again (it resumes the finished training and only synthesizes and" \

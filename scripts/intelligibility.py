@@ -3,6 +3,7 @@ was made from.
 
     python -m scripts.intelligibility --asr CKPT --wavs DIR --texts FILE [-o DIR] [--suffix S] [-bs 8] [--cpu]
         [--bf16|--amp] [--espeak-ceiling [--voice en-us] [--rate 175]]
+        [--lm ARPA [--lm-weight 0.5] [--word-score 1.5] [--beam-size 100]]
     python -m scripts.intelligibility --asr output/asr/checkpoint_wav2vec2_best.pt --wavs output/demo/wavs \
         --texts phrases/phrase.txt --espeak-ceiling -o output/intelligibility      # after make demo
 
@@ -13,6 +14,11 @@ numbers, abbreviations and symbols spelled out by english_cleaners (the text fro
 DOCTOR, "10" -> TEN), then upper case letters and apostrophes only (scripts.data.librispeech.librispeech_words). The
 recognizer's words are scored against it with jiwer: CER and WER per file, and over all files together (edits summed
 over the files, divided by the references' total length: not a mean of per-file rates).
+
+With --lm, each set of wavs is also transcribed by a CTC beam search over that word n-gram language model (make
+demo-asr writes its own beside its checkpoint: lm_2gram.arpa), and both are reported: greedy decoding is what the
+acoustic model hears alone; the language model spells what it heard as the words a listener knows ("SPEACH" is
+SPEECH), and cannot repair what was not heard.
 
 --espeak-ceiling also has eSpeak NG speak each line (its english_cleaners form, what the TTS model reads) and
 scores those renderings the same way: what the recognizer makes of the voice it was trained on is the ceiling a TTS
@@ -35,7 +41,8 @@ from common.inference_args import inference_device, inference_dtype
 from common.text.cleaners import english_cleaners
 from scripts.data.librispeech import librispeech_words
 from wav2vec2.api import Recognizer
-from wav2vec2.decoding import error_counts, error_rates
+from wav2vec2.decoding import (DEFAULT_BEAM_SIZE, DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder,
+                               beam_search_from_flags, error_counts, error_rates)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,8 +61,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
     parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
     parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
+    add_language_model_args(parser)
     add_device_args(parser)
     return parser
+
+
+def add_language_model_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("decoding with a language model, beside greedy decoding")
+    group.add_argument("--lm", default=None, metavar="ARPA",
+                       help="also decode with a CTC beam search over this word n-gram model (build_lm.py's)")
+    group.add_argument("--lm-weight", type=float, default=None,
+                       help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
+    group.add_argument("--word-score", type=float, default=None,
+                       help=f"--lm: a score added per word (default {DEFAULT_WORD_SCORE})")
+    group.add_argument("--beam-size", type=int, default=None,
+                       help=f"--lm: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
+
+
+def language_model_decoder(args: argparse.Namespace, recognizer: Recognizer) -> BeamSearchDecoder | None:
+    """The --lm beam search, or None without --lm (whose weights alone would silently do nothing: an error)."""
+    if args.lm is None:
+        for flag in ("--lm-weight", "--word-score", "--beam-size"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise UserError(f"{flag} is for decoding with a language model: give the model with --lm ARPA")
+        return None
+    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score)
 
 
 def reference_words(text: str) -> str:
@@ -117,9 +147,19 @@ def load_recognizer(args: argparse.Namespace) -> Recognizer:
                                       args.labels_path, flag="--asr")
 
 
-def evaluate(recognizer: Recognizer, pairs: list[tuple[int, str, Path]]) -> dict:
+def evaluate(recognizer: Recognizer, pairs: list[tuple[int, str, Path]],
+             language_model: BeamSearchDecoder | None = None) -> dict:
+    """Greedy decoding's per-file and overall rates; with a language model's decoder, its own under "with_lm"."""
     references = [reference_words(text) for _, text, _ in pairs]
-    hypotheses = recognizer.transcribe([wav for _, _, wav in pairs])
+    greedy, log_probs = recognizer.transcribe([wav for _, _, wav in pairs], return_log_probs=True)
+    report = scored_transcripts(pairs, references, greedy)
+    if language_model is not None:
+        report["with_lm"] = scored_transcripts(pairs, references, [language_model(torch.from_numpy(frames))
+                                                                   for frames in log_probs])
+    return report
+
+
+def scored_transcripts(pairs: list[tuple[int, str, Path]], references: list[str], hypotheses: list[str]) -> dict:
     per_file, overall = score(references, hypotheses)
     files = [{"line": number, "wav": str(wav), "text": text, "reference": reference, "hypothesis": hypothesis, **rates}
              for (number, text, wav), reference, hypothesis, rates in zip(pairs, references, hypotheses, per_file)]
@@ -144,15 +184,19 @@ def render_with_espeak(pairs: list[tuple[int, str, Path]], folder: Path, voice: 
 
 
 def print_report(name: str, report: dict, quiet: bool) -> None:
+    decodings = [("", report)] + ([(" with the language model", report["with_lm"])] if "with_lm" in report else [])
     if not quiet:
-        print(f"{name}:")
-        print("| line | CER % | WER % | reference | heard |")
-        print("| --- | --- | --- | --- | --- |")
-        for file in report["files"]:
-            print(f"| {file['line']} | {file['cer']:.1f} | {file['wer']:.1f} | {file['reference']} | "
-                  f"{file['hypothesis']} |")
+        for decoding, rates in decodings:
+            print(f"{name}{decoding}:")
+            print("| line | CER % | WER % | reference | heard |")
+            print("| --- | --- | --- | --- | --- |")
+            for file in rates["files"]:
+                print(f"| {file['line']} | {file['cer']:.1f} | {file['wer']:.1f} | {file['reference']} | "
+                      f"{file['hypothesis']} |")
     print(f"{name}: CER {report['cer']:.2f} %, WER {report['wer']:.2f} % over {len(report['files'])} files "
-          f"({report['chars']:.0f} characters, {report['words']:.0f} words)")
+          f"({report['chars']:.0f} characters, {report['words']:.0f} words)"
+          + "".join(f";{decoding} CER {rates['cer']:.2f} %, WER {rates['wer']:.2f} %"
+                    for decoding, rates in decodings[1:]))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -162,11 +206,14 @@ def main(argv: list[str] | None = None) -> dict:
     pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
     torch.manual_seed(1234)
     recognizer = load_recognizer(args)
-    result = {"asr": args.asr, "wavs": args.wavs, "texts": args.texts, "synthesized": evaluate(recognizer, pairs)}
+    language_model = language_model_decoder(args, recognizer)
+    result = {"asr": args.asr, "wavs": args.wavs, "texts": args.texts, "lm": args.lm,
+              "synthesized": evaluate(recognizer, pairs, language_model)}
     print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)
     if args.espeak_ceiling:
         folder = Path(args.output) / "espeak" if args.output else Path(args.wavs).parent / "espeak_ceiling"
-        result["espeak"] = evaluate(recognizer, render_with_espeak(pairs, folder, args.voice, args.rate))
+        result["espeak"] = evaluate(recognizer, render_with_espeak(pairs, folder, args.voice, args.rate),
+                                    language_model)
         result["espeak"].update(voice=args.voice, rate=args.rate, wavs=str(folder))
         print_report(f"eSpeak NG ceiling ({args.voice}, {args.rate} wpm)", result["espeak"], args.quiet)
     if args.output:

@@ -16,7 +16,8 @@ import torch
 from common.errors import UserError, UserFileNotFoundError
 from wav2vec2.dictionary import Dictionary, SPECIAL_SYMBOLS, WORD_BOUNDARY
 
-DEFAULT_LM_WEIGHT = 0.5  # pyctcdecode's defaults (its alpha and beta)
+DEFAULT_BEAM_SIZE = 100  # pyctcdecode's defaults (its beam width, alpha and beta)
+DEFAULT_LM_WEIGHT = 0.5
 DEFAULT_WORD_SCORE = 1.5
 
 
@@ -110,6 +111,14 @@ class BeamSearchDecoder:
         specials = len(SPECIAL_SYMBOLS)
         columns = torch.cat([log_probs[:, :specials].max(-1, keepdim=True).values, log_probs[:, specials:]], -1)
         return " ".join(self.decoder.decode(columns.numpy(), beam_width=self.beam_size).split())
+
+
+def beam_search_from_flags(dictionary: Dictionary, beam_size: int | None, lm_path: str | Path | None,
+                           lm_weight: float | None, word_score: float | None) -> BeamSearchDecoder:
+    """The beam search of --beam-size, --lm, --lm-weight and --word-score, each left out (None) at its default."""
+    return BeamSearchDecoder(dictionary, DEFAULT_BEAM_SIZE if beam_size is None else beam_size, lm_path,
+                             DEFAULT_LM_WEIGHT if lm_weight is None else lm_weight,
+                             DEFAULT_WORD_SCORE if word_score is None else word_score)
 
 
 def transcripts(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, dictionary: Dictionary,

@@ -44,11 +44,9 @@ from common.quantization import add_quantize_arg
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
-from wav2vec2.decoding import (DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder, error_counts, error_rates,
-                               transcripts)
+from wav2vec2.decoding import (DEFAULT_BEAM_SIZE, DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder,
+                               beam_search_from_flags, error_counts, error_rates, transcripts)
 from wav2vec2.recipe import RECIPE
-
-DEFAULT_BEAM_SIZE = 100  # pyctcdecode's
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
@@ -94,9 +92,7 @@ def decoder_from_args(args: argparse.Namespace, recognizer: Recognizer) -> BeamS
     """None for greedy decoding (transcripts' default)."""
     if args.decoder == "greedy":
         return None
-    return BeamSearchDecoder(recognizer.dictionary, DEFAULT_BEAM_SIZE if args.beam_size is None else args.beam_size,
-                             args.lm, DEFAULT_LM_WEIGHT if args.lm_weight is None else args.lm_weight,
-                             DEFAULT_WORD_SCORE if args.word_score is None else args.word_score)
+    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score)
 
 
 # NVIDIA's inference.py names for this part's flags (each also read in its dashed spelling); --data and

@@ -1,6 +1,6 @@
 """A word n-gram language model in ARPA format from a text corpus, for `inference.py -m wav2vec2 --decoder beam --lm`.
 
-    python -m scripts.wav2vec2.build_lm data/asr/train.wrd output/asr_lm.arpa [--order 3]
+    python -m scripts.wav2vec2.build_lm data/asr/train.wrd output/asr_lm.arpa [--order 3] [--lexicon]
 
 TEXT holds one sentence a line (a `.wrd` file: words separated by spaces; case is kept, so give the case the
 recognizer writes). The model is interpolated Witten-Bell smoothing written as a backoff model, in pure Python:
@@ -14,6 +14,10 @@ and the unigrams mix with a uniform distribution over the vocabulary and <unk>. 
 every seen n-gram and the backoff weight T(h) / (c(h) + T(h)) for every seen context, so for each context the
 probabilities of all words (</s> and <unk> included) sum to 1. Sentences are scored as kenlm does: `<s>` before
 the first word, `</s>` after the last.
+
+--lexicon adds each word of the open ASR corpus's 20,000-word lexicon (scripts/data/open_text.py), upper case, as a
+sentence of its own: a word the transcripts never say is then a word the model knows, not <unk>. `make demo-asr`
+decodes with such a model (wav2vec2/RESULTS.md: it chose it on the validation split).
 """
 from __future__ import annotations
 
@@ -118,8 +122,14 @@ def main(argv: list[str] | None = None) -> WittenBellModel:
     parser.add_argument("text", help="the corpus: one sentence a line, words separated by spaces (e.g. train.wrd)")
     parser.add_argument("output", help="the ARPA file to write")
     parser.add_argument("--order", type=int, default=3, help="the n of the n-grams (default 3)")
+    parser.add_argument("--lexicon", action="store_true",
+                        help="also each word of the open corpus's lexicon as a one-word sentence")
     args = parser.parse_args(argv)
     sentences = read_sentences(Path(args.text))
+    if args.lexicon:
+        from scripts.data.open_text import lexicon
+
+        sentences += [[word.upper()] for word in lexicon()]
     model = WittenBellModel(sentences, args.order)
     model.write_arpa(Path(args.output))
     sizes = ", ".join(f"{len(level)} {n}-grams" for n, level in enumerate(model.log10_probs, 1))

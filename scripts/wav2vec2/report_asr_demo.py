@@ -11,8 +11,9 @@ open). A split decoded a second time with the language model (<split>_lm/nvlog.j
 CER and WER beside the greedy ones, and the targets are judged on both. Where the corpus's utterances.csv names each
 utterance's voice, a split with several voices also gets a CER and WER per voice; where
 tts_ceiling/intelligibility.json is there (scripts/wav2vec2/tts_judge_ceiling.py), the CER on eSpeak NG's rendering
-of the TTS demo's test sentences. Writes report.json (every figure below, a few example transcripts per split) and
-report.txt (what it prints) into --output-dir.
+of the TTS demo's test sentences (greedy, and with the language model where that was decoded with one too). Writes
+report.json (every figure below, a few example transcripts per split) and report.txt (what it prints) into
+--output-dir.
 """
 from __future__ import annotations
 
@@ -136,7 +137,9 @@ def format_report(report: dict) -> str:
     if "tts_ceiling" in report:
         ceiling = report["tts_ceiling"]
         lines.append(f"eSpeak NG saying the TTS demo's {ceiling['utterances']} test sentences (the ceiling of its "
-                     f"intelligibility score): WER {ceiling['wer']:.2f} %, CER {ceiling['cer']:.2f} %")
+                     f"intelligibility score): WER {ceiling['wer']:.2f} %, CER {ceiling['cer']:.2f} %"
+                     + (f"; with the language model WER {ceiling['lm']['wer']:.2f} %, CER {ceiling['lm']['cer']:.2f} %"
+                        if "lm" in ceiling else ""))
     for split, target in report["targets"].items():
         lines.append(f"target CER at most {target['cer']:g} % on {split}: {'met' if target['met'] else 'NOT met'}"
                      + (f" greedy, {'met' if target['met_with_lm'] else 'NOT met'} with the language model"
@@ -186,6 +189,8 @@ def main(argv: list[str] | None = None) -> dict:
     if ceiling_file.is_file():
         espeak = json.loads(ceiling_file.read_text(encoding="utf-8"))["espeak"]
         report["tts_ceiling"] = {"utterances": len(espeak["files"]), "wer": espeak["wer"], "cer": espeak["cer"]}
+        if "with_lm" in espeak:
+            report["tts_ceiling"]["lm"] = {"wer": espeak["with_lm"]["wer"], "cer": espeak["with_lm"]["cer"]}
         report["targets"]["tts_ceiling"] = {"cer": TTS_CEILING_TARGET_CER,
                                             "met": espeak["cer"] <= TTS_CEILING_TARGET_CER}
     save_report(output, report, format_report(report))

@@ -3,12 +3,13 @@ the intelligibility score it gives `make demo` (scripts/intelligibility.py --esp
 voice and rate), without the TTS demo having run.
 
     python -m scripts.wav2vec2.tts_judge_ceiling --asr output/demo_asr/checkpoint_wav2vec2_last.pt \
-        -o output/demo_asr/tts_ceiling [--cpu]
+        -o output/demo_asr/tts_ceiling [--cpu] [--lm output/demo_asr/lm_2gram.arpa [--word-score 3]]
 
 The sentences are those of the TTS corpus's test split (scripts/data/open_text.py tts_corpus_sentences: what
 scripts/prepare_dataset.sh --synthetic writes to filelists/synthetic_audio_text_test.txt). Writes into -o the texts
 (test_sentences.txt, one per line), eSpeak's wavs (espeak/audio_<n>.wav) and intelligibility.json ({"espeak": per-file
-and overall CER and WER, as scripts/intelligibility.py writes it}).
+and overall CER and WER, as scripts/intelligibility.py writes it; with --lm, also those of decoding with that
+language model, under "with_lm"}).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import torch
 from common.arguments import add_device_args
 from common.errors import exit_on_user_error
 from scripts.data.open_text import tts_corpus_sentences
-from scripts.intelligibility import evaluate, load_recognizer, print_report, render_with_espeak
+from scripts.intelligibility import (add_language_model_args, evaluate, language_model_decoder, load_recognizer,
+                                     print_report, render_with_espeak)
 
 VOICE, RATE = "en-us", 175  # the TTS corpus's (and --espeak-ceiling's defaults)
 
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
     parser.add_argument("--labels-path", default=None,
                         help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
+    add_language_model_args(parser)
     add_device_args(parser)
     args = parser.parse_args(argv)
 
@@ -43,8 +46,9 @@ def main(argv: list[str] | None = None) -> dict:
     pairs = [(number, text, None) for number, text in enumerate(texts, start=1)]
     torch.manual_seed(1234)
     recognizer = load_recognizer(args)
-    result = {"asr": args.asr, "texts": str(output / "test_sentences.txt"),
-              "espeak": evaluate(recognizer, render_with_espeak(pairs, output / "espeak", VOICE, RATE))}
+    result = {"asr": args.asr, "texts": str(output / "test_sentences.txt"), "lm": args.lm,
+              "espeak": evaluate(recognizer, render_with_espeak(pairs, output / "espeak", VOICE, RATE),
+                                 language_model_decoder(args, recognizer))}
     result["espeak"].update(voice=VOICE, rate=RATE, wavs=str(output / "espeak"))
     print_report(f"eSpeak NG rendering of the TTS demo's test sentences ({VOICE}, {RATE} wpm)", result["espeak"],
                  quiet=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.wav2vec2.build_lm import main as build_lm
 from tests.conftest import TINY_TACOTRON2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,9 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
                                                                tmp_path):
     output, corpus = tmp_path / "demo", tmp_path / "corpus"
     shutil.copytree(synthetic_corpus.dataset_dir, corpus)  # the demo adds its open-vocabulary sequences to it
-    completed = run_demo(corpus, output, recognizer_checkpoint)
+    (tmp_path / "lm.wrd").write_text("THE BRIGHT BOOK\nTHE REST WERE FINE\n")
+    build_lm([str(tmp_path / "lm.wrd"), str(tmp_path / "lm.arpa"), "--order", "2"])
+    completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"))
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (output / "checkpoint_Tacotron2_last.pt").exists()
     # it trained on the corpus's training sentences and the 2 sequences it added
@@ -52,7 +55,11 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
         report = json.loads((output / name / "intelligibility.json").read_text())
         assert report["asr"] == str(recognizer_checkpoint)
         assert len(report["synthesized"]["files"]) == len(report["espeak"]["files"]) == count
+        # decoded greedily and with ASR_LM (make demo-asr's lm_2gram.arpa beside the checkpoint, by default)
+        assert report["lm"] == str(tmp_path / "lm.arpa")
+        assert len(report["synthesized"]["with_lm"]["files"]) == len(report["espeak"]["with_lm"]["files"]) == count
     assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
+    assert "; with the language model CER" in completed.stdout
 
     # no recognizer: the demo still ends well and says how to get one (the finished training is not redone)
     completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt")

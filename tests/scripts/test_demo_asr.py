@@ -47,7 +47,9 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         for decoded in (split, f"{split}_lm"):  # greedy, and the beam search with the 2-gram language model
             predictions = (output / decoded / "predictions.txt").read_text().splitlines()
             assert len(predictions) == size
-    assert (output / "train_2gram.arpa").read_text().startswith("\n\\data\\\nngram 1=")
+    # the language model knows the transcripts' words and each of the lexicon's 20,000
+    arpa = (output / "lm_2gram.arpa").read_text()
+    assert arpa.startswith("\n\\data\\\nngram 1=") and int(arpa.split("ngram 1=")[1].split()[0]) > 20000
 
     report = json.loads((output / "report.json").read_text())
     assert report["updates"] == 4 and report["checkpoint"] == str(output / "checkpoint_wav2vec2_last.pt")
@@ -70,7 +72,8 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     # eSpeak NG saying the TTS demo's 25 test sentences: the ceiling of the score the recognizer gives `make demo`
     ceiling = json.loads((output / "tts_ceiling" / "intelligibility.json").read_text())["espeak"]
     assert len(ceiling["files"]) == 25 and (output / "tts_ceiling" / "espeak" / "audio_25.wav").is_file()
-    assert report["tts_ceiling"] == {"utterances": 25, "wer": ceiling["wer"], "cer": ceiling["cer"]}
+    assert report["tts_ceiling"] == {"utterances": 25, "wer": ceiling["wer"], "cer": ceiling["cer"],
+                                     "lm": {"wer": ceiling["with_lm"]["wer"], "cer": ceiling["with_lm"]["cer"]}}
     everyday, everyday_voices = report["splits"]["test_everyday"], report["splits"]["test_everyday_voices"]
     assert report["targets"] == {
         "test_everyday": {"cer": 10.0, "met": everyday["cer"] <= 10.0, "met_with_lm": everyday["lm"]["cer"] <= 10.0},

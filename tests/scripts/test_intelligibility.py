@@ -12,6 +12,7 @@ import inference
 from common.errors import UserError, UserFileNotFoundError, exit_on_user_error
 from scripts import intelligibility
 from scripts.intelligibility import pair_wavs_with_lines, reference_words, score
+from scripts.wav2vec2.build_lm import main as build_lm
 
 
 def synthesized_wavs(corpus, folder, line_numbers, sampling_rate=22050):
@@ -84,6 +85,33 @@ def test_transcribes_synthesized_wavs_at_any_rate_and_scores_them(synthetic_asr_
     assert [f["reference"] for f in espeak["files"]] == [f["reference"] for f in files]
     assert soundfile.info(tmp_path / "out" / "espeak" / "audio_3.wav").samplerate == 22050
     assert json.loads((tmp_path / "out" / "intelligibility.json").read_text()) == report
+
+
+@pytest.mark.slow
+def test_with_a_language_model_both_decodings_are_scored_as_inference_py_decodes(synthetic_asr_corpus,
+                                                                                  recognizer_checkpoint, tmp_path):
+    wavs = synthesized_wavs(synthetic_asr_corpus, tmp_path / "wavs", [1, 2])
+    texts = tmp_path / "phrases.txt"
+    texts.write_text("Peter Adams paid $1 for the bright book.\nThe rest were fine.\n")
+    build_lm([str(synthetic_asr_corpus.directory / "train.wrd"), str(tmp_path / "lm.arpa"), "--order", "2"])
+    lm_flags = ["--lm", str(tmp_path / "lm.arpa"), "--lm-weight", "1.0", "--word-score", "2.0", "--beam-size", "8"]
+    report = intelligibility.main(["--asr", str(recognizer_checkpoint), "--wavs", str(wavs), "--texts", str(texts),
+                                   "--cpu", "--quiet", *lm_flags])
+    greedy, with_lm = report["synthesized"], report["synthesized"]["with_lm"]
+    assert report["lm"] == str(tmp_path / "lm.arpa")
+    assert [f["reference"] for f in with_lm["files"]] == [f["reference"] for f in greedy["files"]]
+    for file in with_lm["files"]:
+        assert file["cer"] == pytest.approx(100 * jiwer.cer(file["reference"], file["hypothesis"]))
+    # The same words as inference.py's beam search with the same model and weights.
+    inference.main(["-m", "wav2vec2", "--checkpoint", str(recognizer_checkpoint), "-i",
+                    str(wavs / "audio_1.wav"), str(wavs / "audio_2.wav"), "-o", str(tmp_path / "inference"),
+                    "--save-predictions", "--cpu", "--quiet", "--decoder", "beam", *lm_flags])
+    predictions = (tmp_path / "inference" / "predictions.txt").read_text().splitlines()
+    assert predictions == [f["hypothesis"] for f in with_lm["files"]]
+    # A language model's weight without the model would change nothing: refused.
+    with pytest.raises(UserError, match="--word-score is for decoding with a language model: give the model with --lm"):
+        intelligibility.main(["--asr", str(recognizer_checkpoint), "--wavs", str(wavs), "--texts", str(texts),
+                              "--cpu", "--word-score", "2.0"])
 
 
 def test_wavs_and_lines_must_match_and_mistakes_name_the_file(tmp_path):

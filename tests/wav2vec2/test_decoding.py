@@ -13,6 +13,7 @@ import torch
 import inference
 from common.errors import UserError
 from common.logger import read_dllogger_file
+from scripts.data.open_text import lexicon
 from scripts.wav2vec2.build_lm import main as build_lm
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -122,6 +123,20 @@ def test_kenlm_reads_the_arpa_model_with_the_same_probabilities(tmp_path):
         ours += model.log10_prob(context, word)
         context = (context + (word,))[-2:]
     assert reader.score(sentence, bos=True, eos=True) == pytest.approx(ours, abs=1e-4)
+
+
+def test_lexicon_words_join_the_vocabulary_as_sentences_of_their_own(tmp_path):
+    corpus = tmp_path / "train.wrd"
+    corpus.write_text("THE CAT SAT\nTHE CAT RAN\n")
+    plain = build_lm([str(corpus), str(tmp_path / "plain.arpa"), "--order", "2"])
+    with_lexicon = build_lm([str(corpus), str(tmp_path / "lexicon.arpa"), "--order", "2", "--lexicon"])
+    words = {ngram[0] for ngram in with_lexicon.log10_probs[0]} - {"<s>", "</s>", "<unk>"}
+    assert words == {"THE", "CAT", "SAT", "RAN"} | {word.upper() for word in lexicon()}
+    assert "SYNTHESIS" in words and "SYNTHESIS" not in {ngram[0] for ngram in plain.log10_probs[0]}
+    # A lexicon word is a whole sentence: it follows <s> and is followed by </s>, and the transcripts' bigrams stay.
+    assert ("<s>", "SYNTHESIS") in with_lexicon.log10_probs[1] and ("SYNTHESIS", "</s>") in with_lexicon.log10_probs[1]
+    assert with_lexicon.log10_prob(("<s>",), "SYNTHESIS") > with_lexicon.log10_prob(("CAT",), "SYNTHESIS")
+    assert ("THE", "CAT") in with_lexicon.log10_probs[1]
 
 
 def test_build_lm_mistakes_are_user_errors(tmp_path):

@@ -41,8 +41,8 @@ from common.inference_args import inference_device, inference_dtype
 from common.text.cleaners import english_cleaners
 from scripts.data.librispeech import librispeech_words
 from wav2vec2.api import Recognizer
-from wav2vec2.decoding import (DEFAULT_BEAM_SIZE, DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder,
-                               beam_search_from_flags, error_counts, error_rates)
+from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
+                               error_rates)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,14 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_language_model_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("decoding with a language model, beside greedy decoding")
-    group.add_argument("--lm", default=None, metavar="ARPA",
-                       help="also decode with a CTC beam search over this word n-gram model (build_lm.py's)")
-    group.add_argument("--lm-weight", type=float, default=None,
-                       help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
-    group.add_argument("--word-score", type=float, default=None,
-                       help=f"--lm: a score added per word (default {DEFAULT_WORD_SCORE})")
-    group.add_argument("--beam-size", type=int, default=None,
-                       help=f"--lm: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
+    add_beam_search_args(group, "--lm", "also decode with a CTC beam search over this word n-gram model (ARPA; "
+                                        "scripts/wav2vec2/build_lm.py)")
 
 
 def language_model_decoder(args: argparse.Namespace, recognizer: Recognizer) -> BeamSearchDecoder | None:

@@ -6,6 +6,7 @@ shallow fusion: log P(CTC) + lm_weight * ln P(LM) + word_score per word.
 """
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
@@ -111,6 +112,17 @@ class BeamSearchDecoder:
         specials = len(SPECIAL_SYMBOLS)
         columns = torch.cat([log_probs[:, :specials].max(-1, keepdim=True).values, log_probs[:, specials:]], -1)
         return " ".join(self.decoder.decode(columns.numpy(), beam_width=self.beam_size).split())
+
+
+def add_beam_search_args(group: argparse._ArgumentGroup, beam_size_help: str, lm_help: str) -> None:
+    """--beam-size, --lm, --lm-weight and --word-score, each None when left out (beam_search_from_flags)."""
+    group.add_argument("--beam-size", type=int, default=None,
+                       help=f"{beam_size_help}: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
+    group.add_argument("--lm", default=None, metavar="ARPA", help=lm_help)
+    group.add_argument("--lm-weight", type=float, default=None,
+                       help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
+    group.add_argument("--word-score", type=float, default=None,
+                       help=f"--lm: a score added per word, against deletions (default {DEFAULT_WORD_SCORE})")
 
 
 def beam_search_from_flags(dictionary: Dictionary, beam_size: int | None, lm_path: str | Path | None,

@@ -44,8 +44,8 @@ from common.quantization import add_quantize_arg
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
-from wav2vec2.decoding import (DEFAULT_BEAM_SIZE, DEFAULT_LM_WEIGHT, DEFAULT_WORD_SCORE, BeamSearchDecoder,
-                               beam_search_from_flags, error_counts, error_rates, transcripts)
+from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
+                               error_rates, transcripts)
 from wav2vec2.recipe import RECIPE
 
 
@@ -62,14 +62,8 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--save-logits", action="store_true", help="write logits/<n>.pt per utterance")
     group.add_argument("--decoder", choices=("greedy", "beam"), default="greedy",
                        help="greedy: the best letter per frame (default); beam: CTC beam search (pyctcdecode)")
-    group.add_argument("--beam-size", type=int, default=None,
-                       help=f"--decoder beam: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
-    group.add_argument("--lm", default=None, metavar="ARPA",
-                       help="--decoder beam: a word n-gram language model (ARPA; scripts/wav2vec2/build_lm.py)")
-    group.add_argument("--lm-weight", type=float, default=None,
-                       help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
-    group.add_argument("--word-score", type=float, default=None,
-                       help=f"--lm: a score added per word, against deletions (default {DEFAULT_WORD_SCORE})")
+    add_beam_search_args(group, "--decoder beam",
+                         "--decoder beam: a word n-gram language model (ARPA; scripts/wav2vec2/build_lm.py)")
     add_reference_args(parser)
 
 

@@ -5,7 +5,8 @@
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
-#     where ASR_LM (lm_2gram.arpa beside ASR_CHECKPOINT: make demo-asr's) exists, with that language model too
+#     where ASR_LM (lm_2gram.arpa beside ASR_CHECKPOINT: make demo-asr's) exists, with that language model too, in a
+#     beam of ASR_BEAM_SIZE (the beam search's default, 100) hypotheses
 #   OPEN_SEQUENCES (450): open-vocabulary word sequences added to the training split (scripts/data/tts_open_sequences.py),
 #     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
 #     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
@@ -47,7 +48,8 @@ cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sen
 ASR_LM=${ASR_LM:-$(dirname "$ASR_CHECKPOINT")/lm_2gram.arpa}
 lm_flags=()
 if [ -f "$ASR_LM" ]; then
-    lm_flags=(--lm "$ASR_LM" --word-score 3.0)  # the word score make demo-asr decodes with (its LM_WORD_SCORE)
+    # the word score make demo-asr decodes with (set_lm_flags in scripts/wav2vec2/demo_corpus.sh)
+    lm_flags=(--lm "$ASR_LM" --word-score 3.0 ${ASR_BEAM_SIZE:+--beam-size "$ASR_BEAM_SIZE"})
 fi
 if [ -f "$ASR_CHECKPOINT" ]; then
     echo "== Intelligibility: what $ASR_CHECKPOINT hears =="

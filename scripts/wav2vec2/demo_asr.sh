@@ -63,19 +63,17 @@ train_seconds=$(( $(date +%s) - train_start ))
 checkpoint="$OUTPUT_DIR/checkpoint_wav2vec2_last.pt"
 # Each split twice: greedy CTC (the recognizer alone), and a CTC beam search with a word 2-gram language model of the
 # training transcripts and of the lexicon's words, each a sentence of its own (the test sentences are never in the
-# transcripts; their words are in the lexicon). The lexicon and a word score of 3 did best on the validation split
-# (wav2vec2/RESULTS.md); `make demo` decodes with the same model and weights (scripts/demo.sh).
-LM_WORD_SCORE=3.0
+# transcripts; their words are in the lexicon). `make demo` decodes with the same model and weights (scripts/demo.sh).
 "$PYTHON" -m scripts.wav2vec2.build_lm "$DATA_DIR/train.wrd" "$OUTPUT_DIR/lm_2gram.arpa" --order 2 --lexicon
-lm_flags=(--lm "$OUTPUT_DIR/lm_2gram.arpa" --word-score "$LM_WORD_SCORE")
+set_lm_flags "$OUTPUT_DIR/lm_2gram.arpa"
 for split in test_sentences test_voice test_everyday test_everyday_voices; do
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
         -o "$OUTPUT_DIR/$split" --save-predictions --quiet
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \
-        -o "$OUTPUT_DIR/${split}_lm" --save-predictions --quiet --decoder beam "${lm_flags[@]}"
+        -o "$OUTPUT_DIR/${split}_lm" --save-predictions --quiet --decoder beam "${LM_FLAGS[@]}"
 done
 # The recognizer also judges `make demo`: its ceiling there is how well it hears eSpeak NG say the TTS test
 # sentences.
-"$PYTHON" -m scripts.wav2vec2.tts_judge_ceiling --cpu --asr "$checkpoint" -o "$OUTPUT_DIR/tts_ceiling" "${lm_flags[@]}"
+"$PYTHON" -m scripts.wav2vec2.tts_judge_ceiling --cpu --asr "$checkpoint" -o "$OUTPUT_DIR/tts_ceiling" "${LM_FLAGS[@]}"
 "$PYTHON" -m scripts.wav2vec2.report_asr_demo --output-dir "$OUTPUT_DIR" --data "$TRAIN_DATA_DIR" \
     --checkpoint "$checkpoint" --train-seconds "$train_seconds" --seconds $(( $(date +%s) - start ))

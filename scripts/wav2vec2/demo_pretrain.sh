@@ -8,9 +8,10 @@
 #       stage 2: pre-train configs/wav2vec2_pretrain_demo.json on train's audio -> OUTPUT_DIR/pretrain
 #       stage 3: CTC fine-tune on the subset from the pre-trained model -> OUTPUT_DIR/finetune_pretrained
 #       stage 4: the same fine-tune from a random start -> OUTPUT_DIR/finetune_random
-#       stage 5: transcribe every test split (DATA_DIR/test*.tsv) with both; the report
-#                (scripts/wav2vec2/report_pretrain_demo.py: printed, and OUTPUT_DIR/report.json, report.txt): both
-#                CERs/WERs, the CER reduction against the >= 30 % target, the pre-training curves, the codebook check
+#       stage 5: transcribe every test split (DATA_DIR/test*.tsv) with both, greedily and with a language model of
+#                the subset's transcripts and the lexicon; the report (scripts/wav2vec2/report_pretrain_demo.py:
+#                printed, and OUTPUT_DIR/report.json, report.txt): both recognizers' CERs/WERs, the CER reduction
+#                against the >= 30 % target (each decoding), the pre-training curves, the codebook check
 #   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_pretrain), NUM_UTTERANCES (2000), OPEN_UTTERANCES
 #   (4000; both as demo_asr.sh builds the corpus: scripts/wav2vec2/demo_corpus.sh), LABELLED_FRACTION (0.02),
 #   FINETUNE_UPDATES (500), FINETUNE_MASK_PROB (0.5), PRETRAIN_CONFIG (configs/wav2vec2_pretrain_demo.json),
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/../.."
 source scripts/project_python.sh
 die() { echo "demo_pretrain.sh: error: $*" >&2; exit 2; }
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
 source scripts/wav2vec2/demo_corpus.sh
 read_stage_flags 1 5 "$@"
@@ -112,12 +113,19 @@ if runs 4; then
 fi
 if runs 5; then
     echo "== stage 5: transcribe the test splits with both recognizers; the report =="
+    # The language model knows only the labelled subset's transcripts (this demo has no other labels) and the
+    # lexicon's words, each a sentence of its own.
+    "$PYTHON" -m scripts.wav2vec2.build_lm "$DATA_DIR/$labelled.wrd" "$OUTPUT_DIR/lm_2gram.arpa" --order 2 --lexicon
+    set_lm_flags "$OUTPUT_DIR/lm_2gram.arpa"
     for folder in finetune_pretrained finetune_random; do
         for manifest in "$DATA_DIR"/test*.tsv; do
             split=$(basename "$manifest" .tsv)
             [ -f "$DATA_DIR/$split.wrd" ] || continue
             "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$OUTPUT_DIR/$folder/checkpoint_wav2vec2_last.pt" \
                 -i "$manifest" -o "$OUTPUT_DIR/$folder/$split" --save-predictions --quiet
+            "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$OUTPUT_DIR/$folder/checkpoint_wav2vec2_last.pt" \
+                -i "$manifest" -o "$OUTPUT_DIR/$folder/${split}_lm" --save-predictions --quiet --decoder beam \
+                "${LM_FLAGS[@]}"
         done
     done
     "$PYTHON" -m scripts.wav2vec2.report_pretrain_demo --output-dir "$OUTPUT_DIR" --data "$DATA_DIR" \

@@ -33,7 +33,8 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     shutil.copytree(synthetic_corpus.dataset_dir, corpus)  # the demo adds its open-vocabulary sequences to it
     (tmp_path / "lm.wrd").write_text("THE BRIGHT BOOK\nTHE REST WERE FINE\n")
     build_lm([str(tmp_path / "lm.wrd"), str(tmp_path / "lm.arpa"), "--order", "2"])
-    completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"))
+    # a beam of 8: the 2-update recognizer's near-uniform letters make the default 100 slow
+    completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"), ASR_BEAM_SIZE="8")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (output / "checkpoint_Tacotron2_last.pt").exists()
     # it trained on the corpus's training sentences and the 2 sequences it added

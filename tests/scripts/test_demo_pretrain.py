@@ -15,6 +15,7 @@ import pytest
 import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
+from scripts.data.open_text import lexicon
 from scripts.wav2vec2 import accent_perturbed_corpus
 from scripts.wav2vec2.labelled_subset import choose_subset, write_subset
 from scripts.wav2vec2.report_pretrain_demo import (codebook_check, curve, pretraining_records, relative_reduction,
@@ -67,7 +68,16 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     split_sizes = {"test_sentences": 2, "test_voice": 2, "test_everyday": 2, "test_everyday_voices": 8}
     for folder in ("finetune_pretrained", "finetune_random"):
         for split, size in split_sizes.items():
-            assert len((output / folder / split / "predictions.txt").read_text().splitlines()) == size
+            for decoded in (split, f"{split}_lm"):  # greedy, and the beam search with the language model
+                assert len((output / folder / decoded / "predictions.txt").read_text().splitlines()) == size
+    # the language model: the labelled subset's transcripts (no other labels) and the lexicon's 20,000 words
+    arpa = (output / "lm_2gram.arpa").read_text()
+    assert int(arpa.split("ngram 1=")[1].split()[0]) > 20000
+    subset_words = {word for line in (data / "train_25pct.wrd").read_text().splitlines() for word in line.split()}
+    other_words = {word for line in (data / "train.wrd").read_text().splitlines() for word in line.split()}
+    unigrams = {line.split("\t")[1] for line in arpa.split("\\1-grams:")[1].split("\\2-grams:")[0].splitlines()
+                if "\t" in line}
+    assert subset_words <= unigrams and not (other_words - subset_words - {w.upper() for w in lexicon()}) & unigrams
 
     report = json.loads((output / "report.json").read_text())
     assert report["labelled"] == {"split": "train_25pct", "utterances": 4, "minutes": pytest.approx(
@@ -86,10 +96,16 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     for split, reduction in report["cer_reduction"].items():
         cers = [report["recognizers"][name]["splits"][split]["cer"] for name in ("random", "pretrained")]
         assert reduction == pytest.approx(100 * (cers[0] - cers[1]) / cers[0])
+    for split, reduction in report["cer_reduction_with_lm"].items():
+        cers = [report["recognizers"][name]["splits"][split]["lm"]["cer"] for name in ("random", "pretrained")]
+        assert reduction == pytest.approx(100 * (cers[0] - cers[1]) / cers[0])
     assert report["target_reduction"] == 30.0
     assert report["target_met"] == all(reduction >= 30 for reduction in report["cer_reduction"].values())
+    assert report["target_met_with_lm"] == all(reduction >= 30
+                                               for reduction in report["cer_reduction_with_lm"].values())
     text = (output / "report.txt").read_text()
     assert "codebook" in text and "CER reduction" in text and text in completed.stdout
+    assert "with the language model: pre-trained start CER" in text
     assert parameters(output / "pretrain" / "nvlog.json")["data"] == str(data)
 
     # PRETRAIN_DATA_DIR: stage 2 pre-trains on another corpus's training audio (here a re-spoken copy)

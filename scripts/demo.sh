@@ -46,19 +46,19 @@ cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sen
 "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" --inference-log "$OUTPUT_DIR/wavs/nvlog.json" \
     --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))
 ASR_LM=${ASR_LM:-$(dirname "$ASR_CHECKPOINT")/lm_2gram.arpa}
-lm_flags=()
+LM_FLAGS=()
 if [ -f "$ASR_LM" ]; then
-    # the word score make demo-asr decodes with (set_lm_flags in scripts/wav2vec2/demo_corpus.sh)
-    lm_flags=(--lm "$ASR_LM" --word-score 3.0 ${ASR_BEAM_SIZE:+--beam-size "$ASR_BEAM_SIZE"})
+    source scripts/wav2vec2/demo_corpus.sh  # make demo-asr's decoding weights
+    set_lm_flags "$ASR_LM" "${ASR_BEAM_SIZE:-}"
 fi
 if [ -f "$ASR_CHECKPOINT" ]; then
     echo "== Intelligibility: what $ASR_CHECKPOINT hears =="
     "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs_test" --quiet \
         --texts "$OUTPUT_DIR/test_sentences.txt" --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_test" \
-        ${lm_flags[@]+"${lm_flags[@]}"}
+        ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
     "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs" --quiet \
         --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases" \
-        ${lm_flags[@]+"${lm_flags[@]}"}
+        ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
          "(about 23 minutes), then \`make demo\` again (it resumes the finished training and only synthesizes and" \

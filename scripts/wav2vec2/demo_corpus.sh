@@ -1,12 +1,5 @@
-# The ASR demo corpus that scripts/wav2vec2/demo_asr.sh and demo_pretrain.sh share; both source this file.
-# Both also decode beside greedy decoding with a word 2-gram language model that knows the lexicon (build_lm.py
-# --lexicon): set_lm_flags ARPA sets LM_FLAGS, the flags of decoding with it (the beam search's, less --decoder
-# beam). Word score 3: it did best on the validation split (wav2vec2/RESULTS.md). QUICK=1 keeps a beam of 8: a
-# tiny model's near-uniform letters make the default beam of 100 over the lexicon's words take a minute a run.
-set_lm_flags() {
-    LM_FLAGS=(--lm "$1" --word-score 3.0)
-    if [ "${QUICK:-0}" = 1 ]; then LM_FLAGS+=(--beam-size 8); fi
-}
+# The ASR demo corpus that scripts/wav2vec2/demo_asr.sh and demo_pretrain.sh share, and the language model all the
+# demos decode with; they source this file.
 #   ensure_asr_demo_corpus: build it into DATA_DIR (scripts/data/asr_corpus.py --text open) unless the corpus there
 #   was built from the same arguments (its stamp, DATA_DIR/.demo_asr_corpus, says which). Reads PYTHON, DATA_DIR,
 #   NUM_UTTERANCES (template sentences), OPEN_UTTERANCES (word runs) and QUICK (1: 2 everyday test sentences).
@@ -42,4 +35,15 @@ ensure_accent_copy() {
     rm -f "$copy/.accent_copy"
     "$PYTHON" -m scripts.wav2vec2.accent_perturbed_corpus "$source" "$copy" "${copy_args[@]}"
     echo "$stamp" > "$copy/.accent_copy"
+}
+
+# set_lm_flags ARPA [BEAM]: LM_FLAGS, the flags of decoding with that word language model (the beam search's, less
+# --decoder beam), as make demo-asr decodes beside greedy decoding and make demo's judge too. Word score 3: it did
+# best on the validation split (wav2vec2/RESULTS.md). BEAM (default: the beam search's 100) hypotheses are kept;
+# QUICK=1 keeps 8, since a tiny model's near-uniform letters make a beam of 100 over the lexicon take a minute a run.
+set_lm_flags() {
+    LM_FLAGS=(--lm "$1" --word-score 3.0)
+    local beam=${2:-}
+    if [ -z "$beam" ] && [ "${QUICK:-0}" = 1 ]; then beam=8; fi
+    if [ -n "$beam" ]; then LM_FLAGS+=(--beam-size "$beam"); fi
 }

@@ -98,6 +98,15 @@ def split_summary(inference_log: Path, voices: dict[str, str] | None = None) -> 
     return summary
 
 
+def add_language_model_rates(split_result: dict, folder: Path, split: str) -> None:
+    """Where the split was decoded a second time with the language model (folder/<split>_lm/nvlog.json), its WER and
+    CER under split_result["lm"]."""
+    log = folder / f"{split}_lm" / "nvlog.json"
+    if log.is_file():
+        with_lm = split_summary(log)
+        split_result["lm"] = {"wer": with_lm["wer"], "cer": with_lm["cer"]}
+
+
 def corpus_summary(data: Path) -> dict:
     sizes = {}
     for split in ("train", "valid", *SPLITS):
@@ -175,9 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
               "target_cer": args.target_cer}
     report["target_met"] = report["splits"]["test_sentences"]["cer"] < args.target_cer
     for split in tested:
-        if (output / f"{split}_lm" / "nvlog.json").is_file():
-            with_lm = split_summary(output / f"{split}_lm" / "nvlog.json")
-            report["splits"][split]["lm"] = {"wer": with_lm["wer"], "cer": with_lm["cer"]}
+        add_language_model_rates(report["splits"][split], output, split)
     report["targets"] = {}
     for split, cer in TARGET_CERS.items():
         if split in report["splits"]:

@@ -23,8 +23,8 @@ import torch
 
 from common.errors import ArgumentParser, UserFileNotFoundError, exit_on_user_error
 from common.logger import read_dllogger_file
-from scripts.wav2vec2.report_asr_demo import (DESCRIPTIONS, corpus_summary, save_report, split_summary,
-                                             training_summary)
+from scripts.wav2vec2.report_asr_demo import (DESCRIPTIONS, add_language_model_rates, corpus_summary, save_report,
+                                             split_summary, training_summary)
 from wav2vec2.data_function import read_manifest
 
 RECOGNIZERS = {"pretrained": "finetune_pretrained", "random": "finetune_random"}  # name: its folder in --output-dir
@@ -98,9 +98,7 @@ def recognizer_summary(folder: Path, splits: list[str]) -> dict:
     summary = {**training_summary(folder / "nvlog.json"),
                "splits": {split: split_summary(folder / split / "nvlog.json") for split in splits}}
     for split in splits:
-        if (folder / f"{split}_lm" / "nvlog.json").is_file():
-            with_lm = split_summary(folder / f"{split}_lm" / "nvlog.json")
-            summary["splits"][split]["lm"] = {"wer": with_lm["wer"], "cer": with_lm["cer"]}
+        add_language_model_rates(summary["splits"][split], folder, split)
     return summary
 
 

@@ -7,7 +7,11 @@ shallow fusion: log P(CTC) + lm_weight * ln P(LM) + word_score per word.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import jiwer
@@ -68,6 +72,24 @@ def error_rates(sums: dict[str, float]) -> dict[str, float]:
             "cer": 100.0 * sums["char_errors"] / max(sums["chars"], 1.0)}
 
 
+@contextlib.contextmanager
+def native_stderr_discarded():
+    """Discard what C++ code writes to the process's stderr meanwhile: kenlm reports reading an ARPA file there
+    ("Loading the LM will be faster if you build a binary file", the path, a progress bar), past Python's
+    sys.stderr. Its errors still reach the user: it raises them as exceptions, which carry the message."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as discarded:
+            os.dup2(discarded.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
 class BeamSearchDecoder:
     """CTC beam search over the dictionary's letters (pyctcdecode), with a word n-gram language model if given an
     ARPA file. Without a model and with beam_size 1 it keeps the best label per frame, as greedy decoding does."""
@@ -95,7 +117,9 @@ class BeamSearchDecoder:
             self.decoder = build_ctcdecoder(self.labels(dictionary))
             return
         try:
-            self.decoder = build_ctcdecoder(self.labels(dictionary), str(lm_path), alpha=lm_weight, beta=word_score)
+            with native_stderr_discarded():
+                self.decoder = build_ctcdecoder(self.labels(dictionary), str(lm_path), alpha=lm_weight,
+                                                beta=word_score)
         except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:  # kenlm: OSError on a bad file
             raise UserError(f"--lm {lm_path}: cannot read it as an ARPA language model: {error}") from error
 

@@ -207,3 +207,15 @@ def test_a_file_that_is_not_an_arpa_model_is_refused_naming_it(tmp_path):
     (tmp_path / "notes.arpa").write_text("hello\n")
     with pytest.raises(UserError, match=r"--lm .*notes.arpa: cannot read it as an ARPA language model: .*\\data\\"):
         BeamSearchDecoder(LETTERS, beam_size=4, lm_path=tmp_path / "notes.arpa")
+
+
+def test_reading_a_language_model_writes_nothing_to_stderr(tmp_path, capfd):
+    corpus = tmp_path / "text.wrd"
+    corpus.write_text("BA AB\n")
+    build_lm([str(corpus), str(tmp_path / "lm.arpa"), "--order", "2"])
+    capfd.readouterr()
+    decoder = BeamSearchDecoder(LETTERS, beam_size=4, lm_path=tmp_path / "lm.arpa")
+    assert capfd.readouterr().err == ""  # kenlm's "Loading the LM will be faster..." and progress bar are gone
+    assert transcripts(frames({"B": 0.9}, {"A": 0.9}), None, LETTERS, decoder) == ["BA"]
+    print("still here", file=sys.stderr)  # and stderr works again afterwards
+    assert capfd.readouterr().err == "still here\n"

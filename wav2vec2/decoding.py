@@ -11,7 +11,6 @@ import contextlib
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import jiwer
@@ -78,16 +77,14 @@ def native_stderr_discarded():
     ("Loading the LM will be faster if you build a binary file", the path, a progress bar), past Python's
     sys.stderr. Its errors still reach the user: it raises them as exceptions, which carry the message."""
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
     try:
-        with tempfile.TemporaryFile() as discarded:
-            os.dup2(discarded.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 2)
+        yield
     finally:
+        os.dup2(saved, 2)
         os.close(saved)
+        os.close(null)
 
 
 class BeamSearchDecoder:

@@ -6,11 +6,19 @@
 Everything after `--` is a train.py command line. Batches cycle through the training set; nothing is saved.
 --profile N then runs N more steps under torch.profiler and prints its top operations by self time (where a step's
 time goes: tacotron2/RESULTS.md quotes one).
+
+    python -m scripts.benchmark_training --compare "--dropout 0.0" -- <train.py flags>
+
+--compare FLAGS times a second model, built from the same command line with FLAGS added, step for step beside the
+first: one step of each in turn (each first on alternate steps), on the same batches. A machine whose speed drifts
+over minutes (this 2-core one does, by 10 % between two runs of the same command) slows both alike, so their ratio,
+"speed_up" (the first's mean step time over the second's), holds where two separate runs would not.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 
@@ -21,11 +29,39 @@ import train
 from scripts.benchmark_speed import print_top_operations
 
 
+def cycling_batches(trainer):
+    """The trainer's training batches, from the first again once they run out."""
+    trainer.model.train()
+    trainer.train_sampler.set_epoch(0)
+    while True:
+        yield from trainer.train_loader
+
+
+def timed_step(trainer, batch) -> tuple[float, float]:
+    """One training step (host-to-device copy included, as in training): seconds and items."""
+    start = time.perf_counter()
+    record = trainer.train_step([batch])
+    if trainer.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, record["items"]  # items summed over ranks
+
+
+def summary(trainer, args, times: list[float], items: list[float]) -> dict:
+    return {"model": args.model_name, "device": str(trainer.device), "batch_size": args.batch_size,
+            "precision": "fp16" if args.amp else "bf16" if args.bf16 else (
+                "tf32" if args.tf32 and trainer.device.type == "cuda" else "fp32"),  # --tf32 is the default
+            "world_size": trainer.context.world_size, "iterations": len(times),
+            f"{trainer.recipe.items_unit}_per_sec": sum(items) / sum(times),
+            f"{trainer.recipe.items_unit}_per_step": float(np.mean(items)),
+            "iteration_time_mean": float(np.mean(times)), "iteration_time_median": float(np.median(times)),
+            "iteration_time_std": float(np.std(times)), "torch_threads": torch.get_num_threads()}
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if "--" not in argv:
         raise SystemExit("usage: python -m scripts.benchmark_training [--warmup N] [--iterations N] [--json F] "
-                         "[--profile N] -- <train.py flags>")
+                         "[--profile N] [--compare FLAGS] -- <train.py flags>")
     split = argv.index("--")
     parser = argparse.ArgumentParser(description="benchmark training throughput")
     parser.add_argument("--warmup", type=int, default=3)
@@ -33,51 +69,45 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the result here")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="then profile N more steps and print the top operations (0: off)")
+    parser.add_argument("--compare", default=None, metavar="FLAGS",
+                        help="also time the same command line with these train.py flags added, step by step beside it")
     options = parser.parse_args(argv[:split])
     if options.profile < 0:
         parser.error(f"--profile must be 0 (off) or a number of steps, got {options.profile}")
+    if options.compare is not None and options.profile:
+        parser.error("--profile and --compare are separate runs: give one of them")
     train_argv = argv[split + 1:]
-    args = train.parse_run_args(train_argv)  # as train.py reads them (presets, the reference's spellings)
 
     from common.registry import get_recipe
     from common.trainer import Trainer
 
-    trainer = Trainer(get_recipe(args.model_name), args)
-    trainer.model.train()
-    trainer.train_sampler.set_epoch(0)
-    times, items = [], []
-    batches = iter(trainer.train_loader)
-
-    def next_batch():
-        nonlocal batches
-        try:
-            return next(batches)
-        except StopIteration:
-            batches = iter(trainer.train_loader)
-            return next(batches)
-
+    command_lines = [train_argv] + ([train_argv + shlex.split(options.compare)] if options.compare is not None else [])
+    runs = []
+    for command_line in command_lines:
+        args = train.parse_run_args(command_line)  # as train.py reads them (presets, the reference's spellings)
+        trainer = Trainer(get_recipe(args.model_name), args)
+        runs.append({"args": args, "trainer": trainer, "batches": cycling_batches(trainer), "times": [], "items": []})
     for step in range(options.warmup + options.iterations):
-        batch = next_batch()
-        start = time.perf_counter()
-        record = trainer.train_step([batch])  # host-to-device copy included, as in training
-        if trainer.device.type == "cuda":
-            torch.cuda.synchronize()
-        if step >= options.warmup:
-            times.append(time.perf_counter() - start)
-            items.append(record["items"])  # summed over ranks
-    result = {"model": args.model_name, "device": str(trainer.device), "batch_size": args.batch_size,
-              "precision": "fp16" if args.amp else "bf16" if args.bf16 else (
-                  "tf32" if args.tf32 and trainer.device.type == "cuda" else "fp32"),  # --tf32 is the default
-              "world_size": trainer.context.world_size, "iterations": options.iterations,
-              f"{trainer.recipe.items_unit}_per_sec": sum(items) / sum(times),
-              "iteration_time_mean": float(np.mean(times)), "iteration_time_std": float(np.std(times)),
-              "torch_threads": torch.get_num_threads()}
+        # In turn, so that a drifting machine slows each alike; and first on alternate steps, since on this CPU the
+        # first step of each pair measured up to 17 % slower than the second with identical flags.
+        for run in runs if step % 2 == 0 else runs[::-1]:
+            seconds, items = timed_step(run["trainer"], next(run["batches"]))
+            if step >= options.warmup:
+                run["times"].append(seconds)
+                run["items"].append(items)
+    results = [summary(run["trainer"], run["args"], run["times"], run["items"]) for run in runs]
+    if options.compare is None:
+        result = results[0]
+    else:
+        result = {"baseline": results[0], "compared": {"flags": options.compare, **results[1]},
+                  "speed_up": results[0]["iteration_time_mean"] / results[1]["iteration_time_mean"]}
     print(json.dumps(result, indent=2))
     if options.json:
         with open(options.json, "w") as handle:
             json.dump(result, handle, indent=2)
     if options.profile > 0:
-        steps = [next_batch() for _ in range(options.profile)]  # loaded first: the profile is the steps alone
+        trainer, batches = runs[0]["trainer"], runs[0]["batches"]
+        steps = [next(batches) for _ in range(options.profile)]  # loaded first: the profile is the steps alone
         print_top_operations(lambda: [trainer.train_step([batch]) for batch in steps],
                              f"== torch.profiler: {options.profile} training steps, self time")
 

@@ -24,8 +24,9 @@ the reference trains them) and the size's architecture. Reported per cell:
   speed-up          frames/s over the same mode and size without the Hourglass (NVIDIA: 1.25x at factor 2, 1.37x at 4
                     for Base pre-training in bf16 on an A100)
 Batches: --max-tokens samples each (default: NVIDIA's 1.4M for pre-training, 3.2M for fine-tuning, with 8 of them
-concatenated as NVIDIA's 1-GPU runs do; on the CPU 250,000 samples, no concatenation); pre-training crops utterances
-to at most 250,000 samples (15.6 s), the preset's. One step is one such (concatenated) batch: gradient accumulation
+concatenated as NVIDIA's 1-GPU runs do; on the CPU 320,000 samples, no concatenation, since fine-tuning does not crop
+and the corpus's longest utterance is 256,000 samples); pre-training crops utterances to at most 250,000 samples
+(15.6 s), the preset's. One step is one such (concatenated) batch: gradient accumulation
 does not change frames/s.
 
 The corpus (--data): 16 kHz utterances of 10 to 16 s (LibriSpeech's training utterances average 12.3 s) of a
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--precision", default="fp32", choices=sorted(PRECISION_FLAGS))
     parser.add_argument("--cpu", action="store_true", help="on the CPU even if a GPU is present")
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help="samples per batch (default: NVIDIA's on a GPU, 250000 on the CPU)")
+                        help="samples per batch (default: NVIDIA's on a GPU, 320000 on the CPU)")
     parser.add_argument("--num-concat-batches", type=int, default=None,
                         help="batches forwarded as one (default: 8 on a GPU, as NVIDIA's 1-GPU runs; 1 on the CPU)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
@@ -226,7 +227,7 @@ def training(argv: list[str]) -> list[dict]:
 
     results = []
     for mode in options.modes:
-        max_tokens = options.max_tokens or (NVIDIA_MAX_TOKENS[mode] if on_gpu else 250_000)
+        max_tokens = options.max_tokens or (NVIDIA_MAX_TOKENS[mode] if on_gpu else 320_000)
         if options.quick:
             max_tokens = options.max_tokens or 40_000
         concat = options.num_concat_batches or (8 if on_gpu and not options.quick else 1)

@@ -7,8 +7,8 @@ import torch
 from torch.nn import functional as F
 
 from wav2vec2.masking import compute_mask_indices, sample_negative_indices
-from wav2vec2.model import (BASE_CONFIG, Wav2Vec2CTC, Wav2Vec2Model, model_config_from, parse_conv_feature_layers,
-                            parse_hourglass)
+from wav2vec2.model import (ACTIVATIONS, BASE_CONFIG, Wav2Vec2CTC, Wav2Vec2Model, model_config_from,
+                            parse_conv_feature_layers, parse_hourglass)
 
 TINY = dict(conv_feature_layers="[(32, 10, 5)] + [(32, 3, 2)] * 2 + [(32, 2, 2)]", encoder_layers=2,
             encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_attention_heads=2, final_dim=16, latent_vars=8,
@@ -56,6 +56,26 @@ def layer_keys(prefix, num_layers):
     names = [f"self_attn.{p}_proj" for p in "kvq"] + ["self_attn.out_proj", "self_attn_layer_norm", "fc1", "fc2",
                                                       "final_layer_norm"]
     return {f"{prefix}.{i}.{name}.{kind}" for i in range(num_layers) for name in names for kind in ("weight", "bias")}
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_accurate"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_gelu_is_fairseqs_float32_gelu_bit_for_bit(name, dtype):
+    """ACTIVATIONS skips fairseq's cast to float32 and back for bf16: the same bits forward and backward."""
+    approximate = "tanh" if name == "gelu_accurate" else "none"
+    torch.manual_seed(0)
+    x = (torch.randn(64, 1024) * 4).to(dtype)
+    grad = torch.randn(64, 1024).to(dtype)
+    results = []
+    for activation in (ACTIVATIONS[name], lambda y: F.gelu(y.float(), approximate=approximate).type_as(y)):
+        leaf = x.clone().requires_grad_()
+        out = activation(leaf)
+        out.backward(grad)
+        assert out.dtype == dtype and leaf.grad.dtype == dtype
+        results.append((out, leaf.grad))
+    (ours, our_grad), (fairseqs, fairseq_grad) = results
+    assert torch.equal(ours, fairseqs)
+    assert torch.equal(our_grad, fairseq_grad)
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,7 @@ the reference trains them) and the size's architecture. Reported per cell:
 Batches: --max-tokens samples each (default: NVIDIA's 1.4M for pre-training, 3.2M for fine-tuning, with 8 of them
 concatenated as NVIDIA's 1-GPU runs do; on the CPU 320,000 samples, no concatenation, since fine-tuning does not crop
 and the corpus's longest utterance is 256,000 samples); pre-training crops utterances to at most 250,000 samples
-(15.6 s), the preset's. One step is one such (concatenated) batch: gradient accumulation
-does not change frames/s.
+(15.6 s), the preset's. One step is one such (concatenated) batch: gradient accumulation does not change frames/s.
 
 The corpus (--data): 16 kHz utterances of 10 to 16 s (LibriSpeech's training utterances average 12.3 s) of a
 speech-like signal (harmonics of a moving pitch under a syllable-rate envelope, with noise); what the model computes

@@ -83,8 +83,9 @@ def held_out_variants() -> set[str]:
 
 
 def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants: str = "own",
-                   accent: bool = True) -> dict[str, int]:
-    """Write the copy; returns how many training utterances were re-spoken, copied as they were, and failed."""
+                   accent: bool = True, keep_voices: frozenset[str] = frozenset()) -> dict[str, int]:
+    """Write the copy; returns how many training utterances were re-spoken, copied as they were, and failed. An
+    utterance in one of keep_voices is always copied as it was."""
     if not (source / "utterances.csv").is_file():
         raise UserFileNotFoundError(f"{source / 'utterances.csv'} not found: SOURCE must be a corpus of "
                                     f"scripts/data/asr_corpus.py --text open")
@@ -105,7 +106,7 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants
         if fields is None:
             raise UserError(f"{source / 'train.tsv'}: {relative} is not a training utterance of "
                             f"{source / 'utterances.csv'} (its six fields need --text open)")
-        if rng.random() < share:
+        if rng.random() < share and fields[2] not in keep_voices:
             _, _, voice, words_per_minute, words, pitch = fields
             if variants == "wide":
                 voice = f"{voice.partition('+')[0]}+{rng.choice(WIDE_VARIANTS)}"
@@ -143,8 +144,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="own: a re-spoken utterance keeps its voice variant; wide: one of WIDE_VARIANTS")
     parser.add_argument("--accent", action=argparse.BooleanOptionalAction, default=True,
                         help="--no-accent: re-speak the words as they are, with no made-up accent")
+    parser.add_argument("--keep-voices", nargs="+", default=[], metavar="VOICE",
+                        help="voices whose utterances are never re-spoken (e.g. en-us: the TTS judge's)")
     args = parser.parse_args(argv)
-    counts = perturb_corpus(Path(args.source), Path(args.output), args.share, args.seed, args.variants, args.accent)
+    counts = perturb_corpus(Path(args.source), Path(args.output), args.share, args.seed, args.variants, args.accent,
+                            frozenset(args.keep_voices))
     print(f"{args.output}: {counts['respoken']} training utterances re-spoken "
           f"({'with a made-up accent' if args.accent else 'as they are'}, {args.variants} variants), "
           f"{counts['unchanged']} as they were, {counts['failed']} that eSpeak NG could not speak copied as they were")

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The speech-recognition demo (`make demo-asr`): build the synthetic eSpeak NG ASR corpus (scripts/data/asr_corpus.py
 # --text open: the TTS corpus's template sentences and runs of words of a 20,000-word lexicon, many voices, rates and
-# pitches, 16 kHz), train a small wav2vec 2.0 CTC model on it from scratch on the CPU (configs/wav2vec2_asr_demo.json),
-# then transcribe every test split, greedily and with a beam search over a word 2-gram language model of the training
-# transcripts (scripts/wav2vec2/build_lm.py), and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and
-# report.json / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a
-# held-out voice (test_voice), and hand-written everyday sentences by training voices (test_everyday) and by four
-# held-out accents and variants (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
+# pitches, 16 kHz), re-speak half its training utterances with made-up accents in other voice variants
+# (scripts/wav2vec2/accent_perturbed_corpus.py; the TTS judge's en-us voice stays as it is), train a small wav2vec 2.0
+# CTC model on that copy from scratch on the CPU (configs/wav2vec2_asr_demo.json), then transcribe every test split,
+# greedily and with a beam search over a word 2-gram language model of the training transcripts
+# (scripts/wav2vec2/build_lm.py), and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and report.json
+# / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a held-out voice
+# (test_voice), and hand-written everyday sentences by training voices (test_everyday) and by four held-out accents and
+# variants (test_everyday_voices); and eSpeak NG's rendering of the TTS demo's test sentences
 # (scripts/wav2vec2/tts_judge_ceiling.py: the ceiling of the intelligibility score this recognizer gives `make demo`).
 #   scripts/wav2vec2/demo_asr.sh [extra train.py flags, e.g. --max-updates 400]
 #   Environment: DATA_DIR (data/asr), OUTPUT_DIR (output/demo_asr), NUM_UTTERANCES (2000 template sentences),
-#   OPEN_UTTERANCES (4000 word runs), ACCENT_SHARE (0: train on DATA_DIR as built; e.g. 0.5: train on a copy,
-#   TRAIN_DATA_DIR (DATA_DIR_accent), in which that share of the training utterances is re-spoken with made-up
-#   accents: scripts/wav2vec2/accent_perturbed_corpus.py), ACCENT_VARIANTS (wide: in eSpeak NG's other voice
-#   variants; own: each in its own), CONFIG (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step on a tiny
-#   corpus and a tiny model, in seconds: a smoke test, its CER means nothing; defaults then go to data/asr_quick and
-#   output/demo_asr_quick).
+#   OPEN_UTTERANCES (4000 word runs), ACCENT_SHARE (0.5: train on a copy, TRAIN_DATA_DIR (DATA_DIR_accent), in which
+#   that share of the training utterances is re-spoken with made-up accents; 0: train on DATA_DIR as built),
+#   ACCENT_VARIANTS (wide: in eSpeak NG's other voice variants; own: each in its own), ACCENT_KEEP_VOICES (en-us: voices
+#   never re-spoken, space-separated; empty: none), CONFIG (configs/wav2vec2_asr_demo.json), PYTHON, QUICK=1 (every step
+#   on a tiny corpus and a tiny model, in seconds: a smoke test, its CER means nothing; defaults then go to
+#   data/asr_quick and output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments.
 # 23 to 32 minutes on a quiet 2-core CPU from a fresh clone, set-up included, by the day (wav2vec2/RESULTS.md);
@@ -41,11 +43,12 @@ else
     QUICK_FLAGS=()
 fi
 CONFIG=${CONFIG:-configs/wav2vec2_asr_demo.json}
-# Made-up accents in half the training utterances, in wider voice variants, take the held-out accents' CER 4 points
-# lower with the language model, but the voices of the corpus and the TTS judge's ceiling lose (wav2vec2/RESULTS.md):
-# off by default.
-ACCENT_SHARE=${ACCENT_SHARE:-0}
+# Made-up accents in half the training utterances, in wider voice variants, take the held-out accents' CER 3 points
+# lower with the language model. Re-spoken, the plain en-us voice that `make demo` is judged in would be heard half as
+# often, and the judge's ceiling rose above its 1.8 % limit; kept as it is, the ceiling stays (wav2vec2/RESULTS.md).
+ACCENT_SHARE=${ACCENT_SHARE:-0.5}
 ACCENT_VARIANTS=${ACCENT_VARIANTS:-wide}
+ACCENT_KEEP_VOICES=${ACCENT_KEEP_VOICES-en-us}
 TRAIN_DATA_DIR=${TRAIN_DATA_DIR:-${DATA_DIR}_accent}
 source scripts/wav2vec2/demo_corpus.sh
 
@@ -54,7 +57,7 @@ ensure_asr_demo_corpus || true
 if [ "$ACCENT_SHARE" = 0 ]; then
     TRAIN_DATA_DIR=$DATA_DIR
 else
-    ensure_accent_copy "$DATA_DIR" "$TRAIN_DATA_DIR" "$ACCENT_SHARE" "$ACCENT_VARIANTS"
+    ensure_accent_copy "$DATA_DIR" "$TRAIN_DATA_DIR" "$ACCENT_SHARE" "$ACCENT_VARIANTS" "$ACCENT_KEEP_VOICES"
 fi
 train_start=$(date +%s)
 "$PYTHON" train.py -m wav2vec2 finetune --config-file "$CONFIG" --data "$TRAIN_DATA_DIR" -o "$OUTPUT_DIR" \

@@ -20,13 +20,16 @@ ensure_asr_demo_corpus() {
     echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
 }
 
-# ensure_accent_copy SOURCE COPY SHARE VARIANTS: the training copy of the corpus in SOURCE in which a SHARE of the
-# training utterances are re-spoken with made-up accents and VARIANTS (own or wide) voice variants
-# (scripts/wav2vec2/accent_perturbed_corpus.py), built unless COPY was built from the same source and arguments (its
-# stamp, COPY/.accent_copy, says which). The test manifests in COPY still point at SOURCE's wavs.
+# ensure_accent_copy SOURCE COPY SHARE VARIANTS [KEEP_VOICES]: the training copy of the corpus in SOURCE in which a
+# SHARE of the training utterances are re-spoken with made-up accents and VARIANTS (own or wide) voice variants
+# (scripts/wav2vec2/accent_perturbed_corpus.py), the utterances of KEEP_VOICES (space-separated) never, built unless
+# COPY was built from the same source and arguments (its stamp, COPY/.accent_copy, says which). The test manifests in
+# COPY still point at SOURCE's wavs.
 ensure_accent_copy() {
     local source=$1 copy=$2
     local copy_args=(--share "$3" --variants "$4" --seed 1234)
+    # shellcheck disable=SC2206
+    if [ -n "${5:-}" ]; then copy_args+=(--keep-voices $5); fi
     local stamp
     stamp="$(cat "$source/.demo_asr_corpus" 2>/dev/null) | ${copy_args[*]}"
     if [ -f "$copy/train.tsv" ] && [ "$(cat "$copy/.accent_copy" 2>/dev/null)" = "$stamp" ]; then

@@ -110,3 +110,15 @@ def test_an_unknown_variant_set_is_refused(open_corpus, tmp_path, capsys):
         main([str(open_corpus), str(tmp_path / "x"), "--variants", "every"])
     assert stopped.value.code == 2
     assert "--variants: invalid choice: 'every'" in capsys.readouterr().err
+
+
+def test_kept_voices_are_never_respoken(open_corpus, tmp_path, capsys):
+    voices = {line.split("|")[0]: line.split("|")[2]
+              for line in (open_corpus / "utterances.csv").read_text().splitlines() if "|train|" in line}
+    kept = sorted(set(voices.values()))[:2]
+    main([str(open_corpus), str(tmp_path / "kept"), "--share", "1", "--keep-voices", *kept])
+    assert f"{sum(voice in kept for voice in voices.values())} as they were" in capsys.readouterr().out
+    for row in (open_corpus / "train.tsv").read_text().splitlines()[1:]:
+        relative = row.split("\t")[0]
+        same = (tmp_path / "kept" / relative).read_bytes() == (open_corpus / relative).read_bytes()
+        assert same == (voices[relative.split("/")[-1].removesuffix(".wav")] in kept), relative

@@ -70,7 +70,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="then profile N more steps and print the top operations (0: off)")
     parser.add_argument("--compare", default=None, metavar="FLAGS",
-                        help="also time the same command line with these train.py flags added, step by step beside it")
+                        help="also time the same command line with these train.py flags added, step by step beside it "
+                             "(quoted; a single flag with '=': --compare=--compile)")
     options = parser.parse_args(argv[:split])
     if options.profile < 0:
         parser.error(f"--profile must be 0 (off) or a number of steps, got {options.profile}")

@@ -20,7 +20,7 @@
 #   data/asr_quick and output/demo_asr_quick).
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments.
-# 23 to 32 minutes on a quiet 2-core CPU from a fresh clone, set-up included, by the day (wav2vec2/RESULTS.md);
+# 24 to 37 minutes on a quiet 2-core CPU from a fresh clone, set-up included, by the day (wav2vec2/RESULTS.md);
 # OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -37,7 +37,7 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         "--everyday-sentences", "2"]
     assert {"train.tsv", "valid.tsv", "test_sentences.tsv", "test_voice.tsv", "test_everyday.tsv",
             "test_everyday_voices.tsv", "dict.ltr.txt"} <= {path.name for path in data.iterdir()}
-    # trained on the copy with made-up accents (test_accent_copy... below), tested on the corpus
+    # trained on the copy with made-up accents (the next test), tested on the corpus
     parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
     assert parameters["data"] == str(tmp_path / "asr_accent")
     # training, then one inference folder per test split: 2 held-out template sentences, 2 everyday sentences (by

@@ -48,7 +48,7 @@ from pathlib import Path
 from scripts.data.open_text import everyday_sentences, tts_held_out_words, word_sequences
 from scripts.data.librispeech import (LIBRISPEECH_LETTERS, librispeech_words, write_labels, write_letter_dictionary,
                                       write_manifest)
-from scripts.data.synthetic_corpus import make_sentences, speak_to_wav
+from scripts.data.synthetic_corpus import make_sentences, spoken_lengths
 
 # eSpeak NG voices (language + variant) that espeakng-loader ships: American, British, Scottish and New York English,
 # male and female variants. The held-out voice is another accent (British Received Pronunciation) and variant.
@@ -211,13 +211,10 @@ def build_asr_corpus(output_dir: str | Path, num_utterances: int = 2000, seed: i
         utterances = plan_utterances(num_utterances, seed, tuple(voices), test_voice, tuple(rates))
     wav_dir = output_dir / "wavs"
     wav_dir.mkdir(parents=True, exist_ok=True)
-    num_samples = {}
-    for done, utterance in enumerate(utterances, start=1):
-        num_samples[utterance.identifier] = speak_to_wav(utterance.text, wav_dir / f"{utterance.identifier}.wav",
-                                                         utterance.voice, utterance.rate, sampling_rate,
-                                                         utterance.pitch)
-        if progress and done % 200 == 0:
-            print(f"  {done}/{len(utterances)} utterances", flush=True)
+    lengths = spoken_lengths([u.text for u in utterances],
+                             [(u.text, wav_dir / f"{u.identifier}.wav", u.voice, u.rate, sampling_rate, u.pitch)
+                              for u in utterances], 200 if progress else 0)
+    num_samples = {u.identifier: length for u, length in zip(utterances, lengths)}
 
     manifests = {}
     present = [split for split in SPLITS if any(u.split == split for u in utterances)]

@@ -30,10 +30,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
+import os
 import random
 import re
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -305,6 +309,38 @@ def speak_to_wav(text: str, path: Path, voice: str = "en-us", words_per_minute: 
     return len(audio)
 
 
+def _speak_or_none(job: tuple) -> int | None:
+    try:
+        return speak_to_wav(*job)
+    except RuntimeError:  # eSpeak NG's child process died on this text
+        return None
+
+
+def speak_all(jobs: list[tuple], processes: int | None = None) -> Iterator[int | None]:
+    """speak_to_wav(*job) for every job, `processes` at a time (default: one per CPU core): each wav's length in
+    samples, in the jobs' order, or None where eSpeak NG's child process died. However many processes speak them, the
+    files are the same. Forked workers: they run eSpeak NG and scipy, never torch, whose thread pools a fork would
+    break."""
+    processes = processes or os.cpu_count() or 1
+    if processes == 1 or len(jobs) < 2:
+        yield from map(_speak_or_none, jobs)
+        return
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield from pool.map(_speak_or_none, jobs, chunksize=8)
+
+
+def spoken_lengths(texts: list[str], jobs: list[tuple], progress_every: int = 0) -> list[int]:
+    """speak_all(jobs), each job speaking the text beside it; a text eSpeak NG could not speak is an error here."""
+    lengths = []
+    for done, (text, length) in enumerate(zip(texts, speak_all(jobs)), start=1):
+        if length is None:
+            raise RuntimeError(f"the eSpeak NG child process died while speaking {text!r}")
+        lengths.append(length)
+        if progress_every and done % progress_every == 0:
+            print(f"  {done}/{len(jobs)} utterances", flush=True)
+    return lengths
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The corpus
 
@@ -341,17 +377,15 @@ def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utteranc
     wav_dir.mkdir(parents=True, exist_ok=True)
 
     sentences = make_sentences(num_utterances, seed, sentence_language(voice))
-    durations, num_samples = [], {}
-    metadata_lines = []
-    for index, sentence in enumerate(sentences):
-        identifier = utterance_id(index)
-        num_samples[identifier] = speak_to_wav(sentence.spoken, wav_dir / f"{identifier}.wav", voice,
-                                               words_per_minute, sampling_rate)
-        durations.append(num_samples[identifier] / sampling_rate)
-        metadata_lines.append(f"{identifier}|{sentence.written}|{sentence.spoken}\n")
-        if progress and (index + 1) % 100 == 0:
-            print(f"  {index + 1}/{num_utterances} utterances", flush=True)
-    (output_dir / "metadata.csv").write_text("".join(metadata_lines), encoding="utf-8")
+    identifiers = [utterance_id(index) for index in range(len(sentences))]
+    lengths = spoken_lengths([sentence.spoken for sentence in sentences],
+                             [(sentence.spoken, wav_dir / f"{identifier}.wav", voice, words_per_minute, sampling_rate)
+                              for identifier, sentence in zip(identifiers, sentences)], 100 if progress else 0)
+    num_samples = dict(zip(identifiers, lengths))
+    durations = [length / sampling_rate for length in lengths]
+    (output_dir / "metadata.csv").write_text(
+        "".join(f"{identifier}|{sentence.written}|{sentence.spoken}\n"
+                for identifier, sentence in zip(identifiers, sentences)), encoding="utf-8")
 
     filelists = write_filelists(output_dir, filelists_dir, name_format="synthetic_{kind}_text_{split}.txt",
                                 split_sizes=sizes, seed=seed, text_column="raw")

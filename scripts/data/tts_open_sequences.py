@@ -19,7 +19,7 @@ from pathlib import Path
 
 from common.errors import ArgumentParser, UserError, exit_on_user_error
 from scripts.data.open_text import tts_held_out_words, word_sequences
-from scripts.data.synthetic_corpus import speak_to_wav
+from scripts.data.synthetic_corpus import spoken_lengths
 
 TRAINING_FILELIST = "synthetic_audio_text_train.txt"
 OPEN_TRAINING_FILELIST = "synthetic_audio_text_train_open.txt"
@@ -33,10 +33,10 @@ def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int
         raise UserError(f"{training}: no training filelist; build the corpus first "
                         "(scripts/prepare_dataset.sh --synthetic)")
     lines = training.read_text(encoding="utf-8").splitlines()
-    for number, (text, _) in enumerate(word_sequences(count, seed, exclude=tts_held_out_words()), start=1):
-        wav = f"wavs/OPEN-{number:04d}.wav"
-        speak_to_wav(text, corpus / wav)
-        lines.append(f"{wav}|{text}")
+    texts = [text for text, _ in word_sequences(count, seed, exclude=tts_held_out_words())]
+    wavs = [f"wavs/OPEN-{number:04d}.wav" for number in range(1, len(texts) + 1)]
+    spoken_lengths(texts, [(text, corpus / wav) for text, wav in zip(texts, wavs)])
+    lines += [f"{wav}|{text}" for wav, text in zip(wavs, texts)]
     written = filelists_dir / OPEN_TRAINING_FILELIST
     written.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return written

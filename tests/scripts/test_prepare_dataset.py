@@ -15,7 +15,9 @@ from common.text import TextProcessor
 from common.text.cleaners import english_cleaners
 from scripts.data import ljspeech
 from scripts.data.espeak import synthesize
-from scripts.data.synthetic_corpus import build_corpus, make_sentences, split_sizes, trim_silence, utterance_id
+from scripts.data import synthetic_corpus as corpus_module
+from scripts.data.synthetic_corpus import (build_corpus, make_sentences, speak_all, split_sizes, spoken_lengths,
+                                         trim_silence, utterance_id)
 
 ROOT = Path(__file__).resolve().parents[2]
 PREPARE_DATASET = ROOT / "scripts" / "prepare_dataset.sh"
@@ -188,6 +190,33 @@ def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(synthetic_corp
     for name, content in first.items():
         if name.startswith("wavs/"):
             assert (synthetic_corpus.dataset_dir / name).read_bytes() == content, name
+
+
+def test_two_processes_speak_the_same_files_as_one(tmp_path):
+    texts = ["The old mill.", "Doctor Smith paid twenty dollars.", "Can you hear the difference?"]
+    lengths = {}
+    for processes in (1, 2):
+        jobs = [(text, tmp_path / f"{processes}-{index}.wav", "en-us", 175, 16000) for index, text in enumerate(texts)]
+        lengths[processes] = list(speak_all(jobs, processes))
+    assert lengths[1] == lengths[2] and all(length > 16000 * 0.5 for length in lengths[1])
+    for index in range(len(texts)):
+        assert (tmp_path / f"1-{index}.wav").read_bytes() == (tmp_path / f"2-{index}.wav").read_bytes()
+
+
+def test_a_text_whose_espeak_child_dies_is_none_or_named(tmp_path, monkeypatch):
+    speak = corpus_module.synthesize
+
+    def dies_on_bad(text, **settings):
+        if text == "bad":
+            raise RuntimeError("the eSpeak NG child process died")
+        return speak(text, **settings)
+
+    monkeypatch.setattr(corpus_module, "synthesize", dies_on_bad)  # the forked workers inherit it
+    jobs = [("good", tmp_path / "good.wav"), ("bad", tmp_path / "bad.wav")]
+    good, bad = speak_all(jobs, 2)
+    assert good > 0 and bad is None and not (tmp_path / "bad.wav").exists()
+    with pytest.raises(RuntimeError, match="child process died while speaking 'bad'"):
+        spoken_lengths(["good", "bad"], jobs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -211,8 +211,7 @@ def build_asr_corpus(output_dir: str | Path, num_utterances: int = 2000, seed: i
         utterances = plan_utterances(num_utterances, seed, tuple(voices), test_voice, tuple(rates))
     wav_dir = output_dir / "wavs"
     wav_dir.mkdir(parents=True, exist_ok=True)
-    lengths = spoken_lengths([u.text for u in utterances],
-                             [(u.text, wav_dir / f"{u.identifier}.wav", u.voice, u.rate, sampling_rate, u.pitch)
+    lengths = spoken_lengths([(u.text, wav_dir / f"{u.identifier}.wav", u.voice, u.rate, sampling_rate, u.pitch)
                               for u in utterances], 200 if progress else 0)
     num_samples = {u.identifier: length for u, length in zip(utterances, lengths)}
 

@@ -329,12 +329,12 @@ def speak_all(jobs: list[tuple], processes: int | None = None) -> Iterator[int |
         yield from pool.map(_speak_or_none, jobs, chunksize=8)
 
 
-def spoken_lengths(texts: list[str], jobs: list[tuple], progress_every: int = 0) -> list[int]:
-    """speak_all(jobs), each job speaking the text beside it; a text eSpeak NG could not speak is an error here."""
+def spoken_lengths(jobs: list[tuple], progress_every: int = 0) -> list[int]:
+    """speak_all(jobs), where a text (each job's first argument) eSpeak NG could not speak is an error."""
     lengths = []
-    for done, (text, length) in enumerate(zip(texts, speak_all(jobs)), start=1):
+    for done, (job, length) in enumerate(zip(jobs, speak_all(jobs)), start=1):
         if length is None:
-            raise RuntimeError(f"the eSpeak NG child process died while speaking {text!r}")
+            raise RuntimeError(f"the eSpeak NG child process died while speaking {job[0]!r}")
         lengths.append(length)
         if progress_every and done % progress_every == 0:
             print(f"  {done}/{len(jobs)} utterances", flush=True)
@@ -378,8 +378,7 @@ def build_corpus(output_dir: str | Path, filelists_dir: str | Path, num_utteranc
 
     sentences = make_sentences(num_utterances, seed, sentence_language(voice))
     identifiers = [utterance_id(index) for index in range(len(sentences))]
-    lengths = spoken_lengths([sentence.spoken for sentence in sentences],
-                             [(sentence.spoken, wav_dir / f"{identifier}.wav", voice, words_per_minute, sampling_rate)
+    lengths = spoken_lengths([(sentence.spoken, wav_dir / f"{identifier}.wav", voice, words_per_minute, sampling_rate)
                               for identifier, sentence in zip(identifiers, sentences)], 100 if progress else 0)
     num_samples = dict(zip(identifiers, lengths))
     durations = [length / sampling_rate for length in lengths]

@@ -35,7 +35,7 @@ def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int
     lines = training.read_text(encoding="utf-8").splitlines()
     texts = [text for text, _ in word_sequences(count, seed, exclude=tts_held_out_words())]
     wavs = [f"wavs/OPEN-{number:04d}.wav" for number in range(1, len(texts) + 1)]
-    spoken_lengths(texts, [(text, corpus / wav) for text, wav in zip(texts, wavs)])
+    spoken_lengths([(text, corpus / wav) for text, wav in zip(texts, wavs)])
     lines += [f"{wav}|{text}" for wav, text in zip(wavs, texts)]
     written = filelists_dir / OPEN_TRAINING_FILELIST
     written.write_text("\n".join(lines) + "\n", encoding="utf-8")

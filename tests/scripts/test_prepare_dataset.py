@@ -216,7 +216,7 @@ def test_a_text_whose_espeak_child_dies_is_none_or_named(tmp_path, monkeypatch):
     good, bad = speak_all(jobs, 2)
     assert good > 0 and bad is None and not (tmp_path / "bad.wav").exists()
     with pytest.raises(RuntimeError, match="child process died while speaking 'bad'"):
-        spoken_lengths(["good", "bad"], jobs)
+        spoken_lengths(jobs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

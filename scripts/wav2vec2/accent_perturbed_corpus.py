@@ -2,8 +2,11 @@
 tool.
 
     python -m scripts.wav2vec2.accent_perturbed_corpus data/asr data/asr_accent50 [--share 0.5] [--seed 1234] \
-        [--variants own|wide] [--no-accent]
+        [--variants own|wide] [--no-accent] [--keep-voices VOICE ...]
     OUTPUT_DIR=output/asr_accent50 DATA_DIR=data/asr_accent50 bash scripts/wav2vec2/demo_asr.sh   # train and test
+
+`make demo-asr` trains on such a copy (--share 0.5 --variants wide --keep-voices en-us: the TTS judge's voice is never
+re-spoken).
 
 eSpeak NG's English accents differ in how they transcribe words into phonemes and in how they sound each phoneme; the
 demo's held-out voices are accents the training never hears. This makes new ones from the training accents alone: each

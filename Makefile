@@ -27,8 +27,10 @@ demo-asr: setup
 demo-pretrain: setup
 	bash scripts/wav2vec2/demo_pretrain.sh
 
+# A pytest process per core (pytest-xdist), one thread each: most tests are small, or wait on subprocesses of their
+# own, and cannot keep two threads busy (docs/testing.md has the times).
 test: setup-test
-	.venv/bin/python -m pytest -q tests
+	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n auto tests
 
 test-fast: setup-test
-	.venv/bin/python -m pytest -q -m "not slow" tests
+	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n auto -m "not slow" tests

@@ -174,9 +174,15 @@ def _rank_main(rank: int, world_size: int, port: int, recipe_name: str, output: 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
                       WORLD_SIZE=str(world_size), OMP_NUM_THREADS="1")
     torch.set_num_threads(1)
-    trainer = Trainer(RECIPES[recipe_name](), toy_args(output, "--dist-backend", "gloo", *extra))
-    trainer.train()
-    torch.save(trainer.model.state_dict(), Path(output) / f"final_rank{rank}.pt")
+
+    def train_and_save() -> None:
+        trainer = Trainer(RECIPES[recipe_name](), toy_args(output, "--dist-backend", "gloo", *extra))
+        trainer.train()
+        torch.save(trainer.model.state_dict(), Path(output) / f"final_rank{rank}.pt")
+
+    # As train.py leaves: a spawned rank that returned normally would tear the interpreter down under gloo's worker
+    # threads, and abort now and then (common.distributed.run_entry_point says why).
+    run_entry_point(train_and_save)
 
 
 def train_on_ranks(recipe_name: str, output: Path, *extra: str, world_size: int = 2) -> list[dict]:

@@ -27,10 +27,10 @@ demo-asr: setup
 demo-pretrain: setup
 	bash scripts/wav2vec2/demo_pretrain.sh
 
-# A pytest process per core (pytest-xdist), one thread each: most tests are small, or wait on subprocesses of their
+# A pytest process per logical CPU (pytest-xdist), one thread each: most tests are small, or wait on subprocesses of their
 # own, and cannot keep two threads busy (docs/testing.md has the times).
 test: setup-test
-	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n auto tests
+	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n logical tests
 
 test-fast: setup-test
-	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n auto -m "not slow" tests
+	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n logical -m "not slow" tests

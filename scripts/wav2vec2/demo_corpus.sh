@@ -15,9 +15,25 @@ ensure_asr_demo_corpus() {
     if [ -f "$DATA_DIR/dict.ltr.txt" ] && [ "$(cat "$DATA_DIR/.demo_asr_corpus" 2>/dev/null)" = "$corpus_args" ]; then
         return 1
     fi
+    claim_build_folder DATA_DIR "$DATA_DIR" .demo_asr_corpus
     # shellcheck disable=SC2086
     "$PYTHON" -m scripts.data.asr_corpus --output-dir "$DATA_DIR" $corpus_args
     echo "$corpus_args" > "$DATA_DIR/.demo_asr_corpus"
+}
+
+# claim_build_folder VARIABLE FOLDER STAMP: a demo is about to build into FOLDER (named by the environment variable
+# VARIABLE). It stops with an error if FOLDER holds files without the demo's STAMP file (a corpus built by hand, say),
+# which the build would write over; otherwise it marks FOLDER as being built (a STAMP that fits no arguments, so an
+# interrupted build is built again, not used).
+claim_build_folder() {
+    local variable=$1 folder=$2 stamp=$3
+    if [ ! -f "$folder/$stamp" ] && [ -d "$folder" ] && [ -n "$(ls -A "$folder")" ]; then
+        echo "error: $variable=$folder holds files that no demo built there (it has no $stamp), and building the" \
+            "demo's corpus would write over them: name a new or empty folder, or remove this one" >&2
+        exit 2
+    fi
+    mkdir -p "$folder"
+    echo "(being built)" > "$folder/$stamp"
 }
 
 # ensure_accent_copy SOURCE COPY SHARE VARIANTS [KEEP_VOICES]: the training copy of the corpus in SOURCE in which a
@@ -35,7 +51,7 @@ ensure_accent_copy() {
     if [ -f "$copy/train.tsv" ] && [ "$(cat "$copy/.accent_copy" 2>/dev/null)" = "$stamp" ]; then
         return 0
     fi
-    rm -f "$copy/.accent_copy"
+    claim_build_folder TRAIN_DATA_DIR "$copy" .accent_copy
     "$PYTHON" -m scripts.wav2vec2.accent_perturbed_corpus "$source" "$copy" "${copy_args[@]}"
     echo "$stamp" > "$copy/.accent_copy"
 }

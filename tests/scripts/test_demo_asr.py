@@ -125,6 +125,46 @@ def test_accent_share_0_trains_on_the_corpus_as_built(tmp_path):
     assert parameters["data"] == str(data) and not (tmp_path / "asr_accent").exists()
 
 
+def run_corpus_function(call: str, **environment: str) -> subprocess.CompletedProcess:
+    """One function of scripts/wav2vec2/demo_corpus.sh, with `true` for Python: what the demo would build is not
+    built, only the folders are checked and stamped."""
+    return subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/wav2vec2/demo_corpus.sh; {call}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHON": "true", "NUM_UTTERANCES": "12", "OPEN_UTTERANCES": "8",
+                               **environment})
+
+
+def test_a_folder_of_files_the_demo_did_not_build_is_never_written_over(tmp_path):
+    mine = tmp_path / "my_corpus"
+    mine.mkdir()
+    (mine / "train.tsv").write_text("my own manifest\n")
+    completed = run_corpus_function("ensure_asr_demo_corpus", DATA_DIR=str(mine))
+    assert completed.returncode == 2
+    assert completed.stderr.strip().splitlines() == [
+        f"error: DATA_DIR={mine} holds files that no demo built there (it has no .demo_asr_corpus), and building "
+        f"the demo's corpus would write over them: name a new or empty folder, or remove this one"]
+    corpus = tmp_path / "asr"
+    corpus.mkdir()
+    (corpus / ".demo_asr_corpus").write_text("--num-utterances 12 --seed 1234 --text open --open-utterances 8\n")
+    completed = run_corpus_function(f"ensure_accent_copy {corpus} {mine} 0.5 wide en-us")
+    assert completed.returncode == 2 and "error: TRAIN_DATA_DIR=" in completed.stderr
+    assert [path.name for path in mine.iterdir()] == ["train.tsv"]
+    assert (mine / "train.tsv").read_text() == "my own manifest\n"
+
+
+def test_a_new_empty_or_half_built_folder_is_built_and_stamped(tmp_path):
+    new, empty, half_built = tmp_path / "new", tmp_path / "empty", tmp_path / "half_built"
+    empty.mkdir()
+    half_built.mkdir()
+    (half_built / ".demo_asr_corpus").write_text("(being built)\n")
+    (half_built / "dict.ltr.txt").write_text("| 1\n")
+    for folder in (new, empty, half_built):
+        completed = run_corpus_function("ensure_asr_demo_corpus", DATA_DIR=str(folder))
+        assert completed.returncode == 0, completed.stderr
+        assert (folder / ".demo_asr_corpus").read_text() == "--num-utterances 12 --seed 1234 --text open " \
+                                                            "--open-utterances 8\n"
+
+
 def test_demo_preset_is_a_small_from_scratch_ctc_model():
     """The preset trains every part from scratch: no --w2v-path, the conv extractor learning (fine-tuning's default
     freezes it), a small model at 20 ms frames, on the CPU."""

@@ -27,8 +27,8 @@ demo-asr: setup
 demo-pretrain: setup
 	bash scripts/wav2vec2/demo_pretrain.sh
 
-# A pytest process per logical CPU (pytest-xdist), one thread each: most tests are small, or wait on subprocesses of their
-# own, and cannot keep two threads busy (docs/testing.md has the times).
+# A pytest process per logical CPU (pytest-xdist), one thread each: most tests are small, or wait on subprocesses
+# of their own, and cannot keep two threads busy (docs/testing.md has the times).
 test: setup-test
 	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n logical tests
 

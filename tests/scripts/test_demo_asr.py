@@ -125,6 +125,10 @@ def test_accent_share_0_trains_on_the_corpus_as_built(tmp_path):
     assert parameters["data"] == str(data) and not (tmp_path / "asr_accent").exists()
 
 
+# The stamp of a corpus of NUM_UTTERANCES=12 OPEN_UTTERANCES=8, what run_corpus_function builds.
+SMALL_CORPUS_STAMP = "--num-utterances 12 --seed 1234 --text open --open-utterances 8\n"
+
+
 def run_corpus_function(call: str, **environment: str) -> subprocess.CompletedProcess:
     """One function of scripts/wav2vec2/demo_corpus.sh, with `true` for Python: what the demo would build is not
     built, only the folders are checked and stamped."""
@@ -145,7 +149,7 @@ def test_a_folder_of_files_the_demo_did_not_build_is_never_written_over(tmp_path
         f"the demo's corpus would write over them: name a new or empty folder, or remove this one"]
     corpus = tmp_path / "asr"
     corpus.mkdir()
-    (corpus / ".demo_asr_corpus").write_text("--num-utterances 12 --seed 1234 --text open --open-utterances 8\n")
+    (corpus / ".demo_asr_corpus").write_text(SMALL_CORPUS_STAMP)
     completed = run_corpus_function(f"ensure_accent_copy {corpus} {mine} 0.5 wide en-us")
     assert completed.returncode == 2 and "error: TRAIN_DATA_DIR=" in completed.stderr
     assert [path.name for path in mine.iterdir()] == ["train.tsv"]
@@ -161,8 +165,7 @@ def test_a_new_empty_or_half_built_folder_is_built_and_stamped(tmp_path):
     for folder in (new, empty, half_built):
         completed = run_corpus_function("ensure_asr_demo_corpus", DATA_DIR=str(folder))
         assert completed.returncode == 0, completed.stderr
-        assert (folder / ".demo_asr_corpus").read_text() == "--num-utterances 12 --seed 1234 --text open " \
-                                                            "--open-utterances 8\n"
+        assert (folder / ".demo_asr_corpus").read_text() == SMALL_CORPUS_STAMP
 
 
 def test_demo_preset_is_a_small_from_scratch_ctc_model():

@@ -10,20 +10,21 @@
 #                one after the other, so Tacotron 2 has the GPU to itself)
 #       stage 3: teacher-forced mels of the training set (scripts/hifigan/extract_gta_mels.sh), then HiFi-GAN
 #                fine-tuned on them for FINETUNE_SECONDS
-#       stage 4: the first TEST_SENTENCES test sentences through Tacotron 2 + Griffin-Lim, + HiFi-GAN and + the
-#                fine-tuned HiFi-GAN; CER and WER of each through scripts/intelligibility.py (--asr $ASR), the
-#                eSpeak NG ceiling, and the training curves: OUTPUT_DIR/report.json
-#   Environment: ASR (required for stage 4), UTTERANCES (3000), TACOTRON2_SECONDS (300), HIFIGAN_SECONDS (300),
-#   FINETUNE_SECONDS (90), TEST_SENTENCES (25), WORK_DIR (/tmp/gpu_tts: corpus and checkpoints), OUTPUT_DIR
-#   (output/gpu_tts: the wavs, scores, logs and report), WORKERS (6 data-loader workers per training), PRECISION_FLAGS
-#   (--amp), EXTRA_FLAGS (given to every train.py and inference.py: "--cpu" for a dry run on a CPU), TACOTRON2_CONFIG
-#   (configs/tacotron2_nvidia.json; or configs/tacotron2_demo.json, the demo's small model), SIDE_BY_SIDE
-#   (1), PYTHON. Measured, and what 4.5 minutes side by side fell short of: tacotron2/RESULTS.md.
+#       stage 4: the first TEST_SENTENCES test sentences and phrases/phrase.txt through Tacotron 2 + Griffin-Lim,
+#                + HiFi-GAN and + the fine-tuned HiFi-GAN; CER and WER of each through scripts/intelligibility.py
+#                (--asr $ASR, greedy), the eSpeak NG ceiling, and the training curves: OUTPUT_DIR/report.json
+#   Environment: ASR (required for stage 4), UTTERANCES (3000), TACOTRON2_SECONDS (300), HIFIGAN_SECONDS (300; 0:
+#   Tacotron 2 alone, no HiFi-GAN, no stage 3, Griffin-Lim only), FINETUNE_SECONDS (90), TEST_SENTENCES (25), WORK_DIR
+#   (/tmp/gpu_tts: corpus and checkpoints), OUTPUT_DIR (output/gpu_tts: the wavs, scores, logs and report), WORKERS (6
+#   data-loader workers per training), PRECISION_FLAGS (--amp), EXTRA_FLAGS (given to every train.py and inference.py:
+#   "--cpu" for a dry run on a CPU), TACOTRON2_CONFIG (configs/tacotron2_nvidia.json; or configs/tacotron2_demo.json,
+#   the demo's small model), TACOTRON2_FLAGS (more train.py flags for Tacotron 2, e.g. "--guided-attn-weight 2.0"),
+#   SIDE_BY_SIDE (1), PYTHON. Measured: tacotron2/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/project_python.sh
 die() { echo "gpu_tts_run.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
 read_stage_flags 1 4 "$@"
 [ ${#train_flags[@]} -eq 0 ] || die "unknown arguments: ${train_flags[*]} (only --stage and --stop-stage)"
@@ -36,6 +37,10 @@ WORKERS=${WORKERS:-6}
 mkdir -p "$OUTPUT_DIR"
 read -r -a precision_flags <<<"${PRECISION_FLAGS---amp}"
 read -r -a extra_flags <<<"${EXTRA_FLAGS:-}"
+read -r -a tacotron2_flags <<<"${TACOTRON2_FLAGS:-}"
+HIFIGAN_SECONDS=${HIFIGAN_SECONDS:-300}
+case "$HIFIGAN_SECONDS" in ''|*[!0-9]*) die "HIFIGAN_SECONDS must be a whole number of seconds, got '$HIFIGAN_SECONDS'" ;; esac
+with_hifigan() { [ "$HIFIGAN_SECONDS" -gt 0 ]; }
 data_flags=(-d "$CORPUS" --training-files "$LISTS/synthetic_audio_text_train.txt"
             --validation-files "$LISTS/synthetic_audio_text_val.txt" --num-workers "$WORKERS" --quiet
             ${precision_flags[@]+"${precision_flags[@]}"} ${extra_flags[@]+"${extra_flags[@]}"})
@@ -57,26 +62,32 @@ if runs 1; then
 fi
 
 if runs 2; then
-    echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s and HiFi-GAN for ${HIFIGAN_SECONDS:-300} s" \
-         "$([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")"
+    if with_hifigan; then
+        echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s and HiFi-GAN for $HIFIGAN_SECONDS s" \
+             "$([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")"
+    else
+        echo "== stage 2: Tacotron 2 alone for ${TACOTRON2_SECONDS:-300} s"
+    fi
     train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" -m Tacotron2 \
         --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" -o "$WORK_DIR/tacotron2" --epochs 100000 \
-        "${data_flags[@]}" &
+        "${data_flags[@]}" ${tacotron2_flags[@]+"${tacotron2_flags[@]}"} &
     tacotron2=$!
     status=0
-    if [ "${SIDE_BY_SIDE:-1}" != 1 ]; then wait $tacotron2 || status=1; fi
-    train_for "${HIFIGAN_SECONDS:-300}" "$OUTPUT_DIR/hifigan.log" -m HiFiGAN \
-        --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan" --epochs 100000 \
-        --val-interval-updates 1000000 "${data_flags[@]}" &
-    hifigan=$!
-    if [ "${SIDE_BY_SIDE:-1}" = 1 ]; then wait $tacotron2 || status=1; fi
-    wait $hifigan || status=1
+    if [ "${SIDE_BY_SIDE:-1}" != 1 ] || ! with_hifigan; then wait $tacotron2 || status=1; fi
+    if with_hifigan; then
+        train_for "$HIFIGAN_SECONDS" "$OUTPUT_DIR/hifigan.log" -m HiFiGAN \
+            --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan" --epochs 100000 \
+            --val-interval-updates 1000000 "${data_flags[@]}" &
+        hifigan=$!
+        if [ "${SIDE_BY_SIDE:-1}" = 1 ]; then wait $tacotron2 || status=1; fi
+        wait $hifigan || status=1
+        cp "$WORK_DIR/hifigan/nvlog.json" "$OUTPUT_DIR/hifigan_nvlog.json"
+    fi
     cp "$WORK_DIR/tacotron2/nvlog.json" "$OUTPUT_DIR/tacotron2_nvlog.json"
-    cp "$WORK_DIR/hifigan/nvlog.json" "$OUTPUT_DIR/hifigan_nvlog.json"
     [ $status -eq 0 ] || die "a training failed (logs in $OUTPUT_DIR)"
 fi
 
-if runs 3; then
+if runs 3 && with_hifigan; then
     echo "== stage 3: teacher-forced mels, then HiFi-GAN fine-tuned on them for ${FINETUNE_SECONDS:-90} s"
     bash scripts/hifigan/extract_gta_mels.sh --synthetic --tacotron2 "$WORK_DIR/tacotron2/checkpoint_Tacotron2_last.pt" \
         --data-dir "$CORPUS" --filelists-dir "$LISTS" --output-dir "$WORK_DIR/mels-gta" -bs 32 --overwrite ${extra_flags[@]+"${extra_flags[@]}"} \
@@ -90,43 +101,59 @@ fi
 
 if runs 4; then
     [ -n "${ASR:-}" ] || die "set ASR to the recognizer's checkpoint (a fine-tuned wav2vec 2.0)"
-    echo "== stage 4: the first ${TEST_SENTENCES:-25} test sentences, three vocoders, scored by $ASR"
+    vocoders=(griffin_lim)
+    if with_hifigan; then vocoders+=(hifigan hifigan_ft); fi
+    echo "== stage 4: the first ${TEST_SENTENCES:-25} test sentences and phrases/phrase.txt through" \
+         "${vocoders[*]}, scored by $ASR"
     head -n "${TEST_SENTENCES:-25}" "$LISTS/synthetic_audio_text_test.txt" | cut -d'|' -f2 >"$OUTPUT_DIR/test_sentences.txt"
+    cp phrases/phrase.txt "$OUTPUT_DIR/phrases.txt"
     tacotron2="$WORK_DIR/tacotron2/checkpoint_Tacotron2_last.pt"
     declare -A vocoder_flags=([griffin_lim]="" [hifigan]="--hifigan $WORK_DIR/hifigan/checkpoint_HiFiGAN_last.pt"
                               [hifigan_ft]="--hifigan $WORK_DIR/hifigan_ft/checkpoint_HiFiGAN_last.pt")
-    for vocoder in griffin_lim hifigan hifigan_ft; do
-        # shellcheck disable=SC2086  # the flags split into flag and path on purpose
-        "$PYTHON" inference.py -i "$OUTPUT_DIR/test_sentences.txt" -o "$OUTPUT_DIR/wavs_$vocoder" --quiet \
-            --tacotron2 "$tacotron2" ${vocoder_flags[$vocoder]} -bs 25 \
-            ${precision_flags[@]+"${precision_flags[@]}"} ${extra_flags[@]+"${extra_flags[@]}"}
-        extra=()
-        [ "$vocoder" = griffin_lim ] && extra=(--espeak-ceiling)  # once is enough
-        "$PYTHON" -m scripts.intelligibility --asr "$ASR" --wavs "$OUTPUT_DIR/wavs_$vocoder" --quiet \
-            --texts "$OUTPUT_DIR/test_sentences.txt" -o "$OUTPUT_DIR/intelligibility_$vocoder" "${extra[@]}"
+    for texts in test_sentences phrases; do
+        for vocoder in "${vocoders[@]}"; do
+            # shellcheck disable=SC2086  # the flags split into flag and path on purpose
+            "$PYTHON" inference.py -i "$OUTPUT_DIR/$texts.txt" -o "$OUTPUT_DIR/wavs_${texts}_$vocoder" --quiet \
+                --tacotron2 "$tacotron2" ${vocoder_flags[$vocoder]} -bs 25 \
+                ${precision_flags[@]+"${precision_flags[@]}"} ${extra_flags[@]+"${extra_flags[@]}"}
+            extra=()
+            [ "$vocoder" = griffin_lim ] && extra=(--espeak-ceiling)  # once for each set of texts is enough
+            "$PYTHON" -m scripts.intelligibility --asr "$ASR" --wavs "$OUTPUT_DIR/wavs_${texts}_$vocoder" --quiet \
+                --texts "$OUTPUT_DIR/$texts.txt" -o "$OUTPUT_DIR/intelligibility_${texts}_$vocoder" "${extra[@]}"
+        done
     done
-    "$PYTHON" - "$OUTPUT_DIR" <<'EOF'
+    "$PYTHON" - "$OUTPUT_DIR" "${vocoders[@]}" <<'EOF'
 import json, sys
 from pathlib import Path
 from common.logger import read_dllogger_file
-out = Path(sys.argv[1])
+out, vocoders = Path(sys.argv[1]), sys.argv[2:]
+trainings = ["tacotron2"] + (["hifigan", "hifigan_ft"] if "hifigan" in vocoders else [])
 def curve(name, points=12):
-    losses = [(r["step"], r["data"]["train_loss"]) for r in read_dllogger_file(out / f"{name}_nvlog.json")
+    records = read_dllogger_file(out / f"{name}_nvlog.json")
+    losses = [r["data"]["train_loss"] for r in records
               if isinstance(r["step"], list) and len(r["step"]) == 2 and "train_loss" in r["data"]]
     every = max(1, len(losses) // points)
-    return {"updates": len(losses), "train_loss": [[i + 1, round(loss, 4)] for i, (_, loss) in
-                                                   enumerate(losses) if i % every == 0 or i == len(losses) - 1]}
-report = {name: curve(name) for name in ("tacotron2", "hifigan", "hifigan_ft")}
-scores = {vocoder: json.loads((out / f"intelligibility_{vocoder}" / "intelligibility.json").read_text())
-          for vocoder in ("griffin_lim", "hifigan", "hifigan_ft")}
-report["cer"] = {vocoder: round(result["synthesized"]["cer"], 2) for vocoder, result in scores.items()}
-report["wer"] = {vocoder: round(result["synthesized"]["wer"], 2) for vocoder, result in scores.items()}
-report["cer"]["espeak_ceiling"] = round(scores["griffin_lim"]["espeak"]["cer"], 2)
+    result = {"updates": len(losses), "train_loss": [[i + 1, round(loss, 4)] for i, loss in enumerate(losses)
+                                                     if i % every == 0 or i == len(losses) - 1]}
+    # Each validation's loss, and for Tacotron 2 whether attention reads the text and the gate stops.
+    result["validation"] = [{key: round(r["data"][key], 3) for key in
+                             ("val_loss", "alignment_score", "val_stopped_by_gate") if key in r["data"]}
+                            for r in records if "val_loss" in r["data"]]
+    return result
+report = {name: curve(name) for name in trainings}
+for texts in ("test_sentences", "phrases"):
+    scores = {vocoder: json.loads((out / f"intelligibility_{texts}_{vocoder}" / "intelligibility.json").read_text())
+              for vocoder in vocoders}
+    report[texts] = {measure: {vocoder: round(result["synthesized"][measure], 2) for vocoder, result in scores.items()}
+                     for measure in ("cer", "wer")}
+    for measure in ("cer", "wer"):
+        report[texts][measure]["espeak_ceiling"] = round(scores["griffin_lim"]["espeak"][measure], 2)
 (out / "report.json").write_text(json.dumps(report, indent=1))
-for name in ("tacotron2", "hifigan", "hifigan_ft"):
+for name in trainings:
+    validations = report[name]["validation"]
     print(f"{name}: {report[name]['updates']} updates, loss {report[name]['train_loss'][0][1]} -> "
-          f"{report[name]['train_loss'][-1][1]}")
-print("CER %:", report["cer"])
-print("WER %:", report["wer"])
+          f"{report[name]['train_loss'][-1][1]}" + (f"; last validation {validations[-1]}" if validations else ""))
+for texts in ("test_sentences", "phrases"):
+    print(f"{texts}: CER % {report[texts]['cer']}; WER % {report[texts]['wer']}")
 EOF
 fi

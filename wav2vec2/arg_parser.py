@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, flag, not_a_flag,
-                              positive_int, probability, read_reference_spellings)
+                              read_reference_spellings)
 from wav2vec2.model import Wav2Vec2Config
 
 MODES = ("pretrain", "finetune")
@@ -112,13 +112,6 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(finetuning, CTCHeadConfig)
     finetuning.add_argument("--apply-mask", action=argparse.BooleanOptionalAction, default=True,
                             help="time and channel masking while fine-tuning")
-    finetuning.add_argument("--intermediate-ctc-weight", type=probability, default=0.0, metavar="WEIGHT",
-                            help="intermediate CTC (Lee and Watanabe, 2021): the CTC head also reads the output of "
-                                 "--intermediate-ctc-layer, and the loss is (1 - WEIGHT) x the final CTC + WEIGHT x "
-                                 "that one; training only, no new weights (0: off)")
-    finetuning.add_argument("--intermediate-ctc-layer", type=positive_int, default=None, metavar="LAYER",
-                            help="the transformer layer (1 = the first) intermediate CTC reads (default: the middle "
-                                 "one, encoder layers // 2)")
 
     optimizer = parser.add_argument_group("wav2vec 2.0 optimizer (Adam with decoupled weight decay)")
     optimizer.add_argument("--adam-betas", type=float, nargs=2, default=[0.9, 0.98], metavar=("BETA1", "BETA2"))

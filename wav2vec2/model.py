@@ -612,16 +612,13 @@ class Wav2Vec2CTC(nn.Module):
         frozen = self.num_updates < self.freeze_finetune_updates
         with torch.no_grad() if frozen else contextlib.nullcontext():
             out = self.w2v_encoder.w2v_model.extract_features(source, padding_mask, mask_indices, channel_mask)
-        return dict(logits=self.letter_logits(out["x"], out["padding_mask"]), padding_mask=out["padding_mask"])
-
-    def letter_logits(self, x: torch.Tensor, frame_mask: torch.Tensor | None) -> torch.Tensor:
-        """The CTC head on encoder frames (B, T, C): (B, T, V) float logits."""
-        logits = self.w2v_encoder.proj(self.w2v_encoder.final_dropout(x)).float()
+        logits = self.w2v_encoder.proj(self.w2v_encoder.final_dropout(out["x"])).float()
+        frame_mask = out["padding_mask"]
         if frame_mask is not None:  # pad frames say blank with certainty, so CTC and decoding ignore them
             blank_only = torch.full_like(logits[0, 0], float("-inf"))
             blank_only[0] = 0.0
             logits = torch.where(frame_mask[..., None], blank_only, logits)
-        return logits
+        return dict(logits=logits, padding_mask=frame_mask)
 
     def load_pretrained(self, state_dict: dict) -> None:
         """Copy a Wav2Vec2Model's weights into the encoder; its pre-training heads are left out, anything else

@@ -38,7 +38,7 @@ from wav2vec2.dictionary import Dictionary
 from wav2vec2.loss_function import ctc_loss, pretraining_loss
 from wav2vec2.masking import conv_output_lengths
 from wav2vec2.model import (ConvFeatureExtractor, TransformerLayer, Wav2Vec2CTC, Wav2Vec2Model, model_config_from,
-                            parse_conv_feature_layers, parse_hourglass)
+                            parse_conv_feature_layers)
 
 
 
@@ -65,8 +65,6 @@ def load_pretrained(path: str, flag: str = "--w2v-path") -> tuple[dict, dict]:
 def model_config(args: argparse.Namespace) -> dict:
     overrides = arg_parser.model_config_overrides(args)
     if args.mode == "pretrain":
-        if args.intermediate_ctc_weight:
-            raise UserError("--intermediate-ctc-weight is a fine-tuning loss: add --mode finetune, or drop it")
         return model_config_from(overrides)
     if args.w2v_path:
         architecture, _ = load_pretrained(args.w2v_path)
@@ -76,22 +74,7 @@ def model_config(args: argparse.Namespace) -> dict:
     if not args.apply_mask:
         config.update(mask_prob=0.0, mask_channel_prob=0.0)
     ctc_head = config_from_args(arg_parser.CTCHeadConfig, args, vocab_size=len(load_dictionary(args)))
-    intermediate_ctc_layer(args, config)  # a layer the model lacks is an error before anything is built
     return {**config, **config_dict(ctc_head)}
-
-
-def intermediate_ctc_layer(args: argparse.Namespace, config: dict) -> int | None:
-    """The transformer layer (1-based) whose output intermediate CTC reads, or None when it is off."""
-    if args.intermediate_ctc_weight == 0:
-        return None
-    hourglass = parse_hourglass(config["hourglass_transformer"])
-    # Only the layers before an Hourglass's shortening run at the full frame rate the CTC head reads.
-    full_rate_layers = config["encoder_layers"] if hourglass is None else hourglass[0]
-    layer = args.intermediate_ctc_layer or config["encoder_layers"] // 2
-    if not 1 <= layer < full_rate_layers:
-        raise UserError(f"--intermediate-ctc-layer {layer}: intermediate CTC reads one of the layers 1 to "
-                        f"{full_rate_layers - 1} of this model (the last is the final CTC's own)")
-    return layer
 
 
 def build_model(config: dict) -> nn.Module:
@@ -224,37 +207,11 @@ def compute_loss(model: nn.Module, batch: AudioBatch, args: argparse.Namespace) 
                            negative_indices=batch.negative_indices)
             loss, metrics = pretraining_loss(output, tuple(args.loss_weights))
             return StepOutput(loss=loss, items=items, metrics=metrics)
-        layer = intermediate_ctc_layer(args, config) if unwrapped(model).training else None
-        with layer_output_kept(unwrapped(model), layer) as intermediate:
-            output = model(batch.source, padding_mask=batch.padding_mask, mask_indices=batch.mask_indices,
-                           channel_mask=batch.channel_mask)
+        output = model(batch.source, padding_mask=batch.padding_mask, mask_indices=batch.mask_indices,
+                       channel_mask=batch.channel_mask)
     loss = ctc_loss(output["logits"], output["padding_mask"], batch.targets, batch.target_lengths)
-    if "x" in intermediate:  # (LayerDrop may have skipped the layer: then this step has the final CTC alone)
-        logits = unwrapped(model).letter_logits(intermediate["x"], output["padding_mask"])
-        weight = args.intermediate_ctc_weight
-        loss = (1 - weight) * loss + weight * ctc_loss(logits, output["padding_mask"], batch.targets,
-                                                       batch.target_lengths)
     sums = {} if unwrapped(model).training else decoding_errors(output, batch, args)
     return StepOutput(loss=loss, items=items, sums=sums)
-
-
-@contextmanager
-def layer_output_kept(model: Wav2Vec2CTC, layer: int | None):
-    """A dict that receives transformer layer `layer`'s output (as "x") in the forward passes run inside."""
-    kept = {}
-    if layer is None:
-        yield kept
-        return
-    encoder = model.w2v_encoder.w2v_model.encoder
-    if encoder.layer_norm_first:  # a pre-LN layer's output has not been through the encoder's final LayerNorm
-        hook = lambda module, inputs, x: kept.update(x=encoder.layer_norm(x))
-    else:
-        hook = lambda module, inputs, x: kept.update(x=x)
-    handle = encoder.layers[layer - 1].register_forward_hook(hook)
-    try:
-        yield kept
-    finally:
-        handle.remove()
 
 
 def decoding_errors(output: dict, batch: AudioBatch, args: argparse.Namespace) -> dict[str, float]:

@@ -19,12 +19,13 @@
 #   data-loader workers per training), PRECISION_FLAGS (--amp), EXTRA_FLAGS (given to every train.py and inference.py:
 #   "--cpu" for a dry run on a CPU), TACOTRON2_CONFIG (configs/tacotron2_nvidia.json; or configs/tacotron2_demo.json,
 #   the demo's small model), TACOTRON2_FLAGS (more train.py flags for Tacotron 2, e.g. "--guided-attn-weight 2.0"),
+#   TACOTRON2_CHECKPOINT (a Tacotron 2 trained elsewhere, e.g. `make demo`'s: not trained here; HiFi-GAN is),
 #   SIDE_BY_SIDE (1), PYTHON. Measured: tacotron2/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/project_python.sh
 die() { echo "gpu_tts_run.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 source scripts/stage_flags.sh
 read_stage_flags 1 4 "$@"
 [ ${#train_flags[@]} -eq 0 ] || die "unknown arguments: ${train_flags[*]} (only --stage and --stop-stage)"
@@ -41,6 +42,13 @@ read -r -a tacotron2_flags <<<"${TACOTRON2_FLAGS:-}"
 HIFIGAN_SECONDS=${HIFIGAN_SECONDS:-300}
 case "$HIFIGAN_SECONDS" in ''|*[!0-9]*) die "HIFIGAN_SECONDS must be a whole number of seconds, got '$HIFIGAN_SECONDS'" ;; esac
 with_hifigan() { [ "$HIFIGAN_SECONDS" -gt 0 ]; }
+# A Tacotron 2 trained elsewhere (TACOTRON2_CHECKPOINT) is not trained again: the GPU's time goes to HiFi-GAN.
+TACOTRON2=${TACOTRON2_CHECKPOINT:-$WORK_DIR/tacotron2/checkpoint_Tacotron2_last.pt}
+train_tacotron2() { [ -z "${TACOTRON2_CHECKPOINT:-}" ]; }
+if ! train_tacotron2; then
+    [ -f "$TACOTRON2_CHECKPOINT" ] || die "TACOTRON2_CHECKPOINT=$TACOTRON2_CHECKPOINT: no such file"
+    with_hifigan || die "TACOTRON2_CHECKPOINT with HIFIGAN_SECONDS=0 leaves nothing to train"
+fi
 data_flags=(-d "$CORPUS" --training-files "$LISTS/synthetic_audio_text_train.txt"
             --validation-files "$LISTS/synthetic_audio_text_val.txt" --num-workers "$WORKERS" --quiet
             ${precision_flags[@]+"${precision_flags[@]}"} ${extra_flags[@]+"${extra_flags[@]}"})
@@ -62,34 +70,33 @@ if runs 1; then
 fi
 
 if runs 2; then
-    if with_hifigan; then
-        echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s and HiFi-GAN for $HIFIGAN_SECONDS s" \
-             "$([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")"
-    else
-        echo "== stage 2: Tacotron 2 alone for ${TACOTRON2_SECONDS:-300} s"
-    fi
-    train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" -m Tacotron2 \
-        --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" -o "$WORK_DIR/tacotron2" --epochs 100000 \
-        "${data_flags[@]}" ${tacotron2_flags[@]+"${tacotron2_flags[@]}"} &
-    tacotron2=$!
     status=0
-    if [ "${SIDE_BY_SIDE:-1}" != 1 ] || ! with_hifigan; then wait $tacotron2 || status=1; fi
+    tacotron2_job=
+    if train_tacotron2; then
+        echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s$(with_hifigan && echo " and HiFi-GAN for" \
+             "$HIFIGAN_SECONDS s, $([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")")"
+        train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" -m Tacotron2 \
+            --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" -o "$WORK_DIR/tacotron2" --epochs 100000 \
+            "${data_flags[@]}" ${tacotron2_flags[@]+"${tacotron2_flags[@]}"} &
+        tacotron2_job=$!
+        if [ "${SIDE_BY_SIDE:-1}" != 1 ] || ! with_hifigan; then wait $tacotron2_job || status=1; tacotron2_job=; fi
+    else
+        echo "== stage 2: HiFi-GAN alone for $HIFIGAN_SECONDS s (Tacotron 2: $TACOTRON2)"
+    fi
     if with_hifigan; then
         train_for "$HIFIGAN_SECONDS" "$OUTPUT_DIR/hifigan.log" -m HiFiGAN \
             --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan" --epochs 100000 \
-            --val-interval-updates 1000000 "${data_flags[@]}" &
-        hifigan=$!
-        if [ "${SIDE_BY_SIDE:-1}" = 1 ]; then wait $tacotron2 || status=1; fi
-        wait $hifigan || status=1
+            --val-interval-updates 1000000 "${data_flags[@]}" || status=1
         cp "$WORK_DIR/hifigan/nvlog.json" "$OUTPUT_DIR/hifigan_nvlog.json"
     fi
-    cp "$WORK_DIR/tacotron2/nvlog.json" "$OUTPUT_DIR/tacotron2_nvlog.json"
+    if [ -n "$tacotron2_job" ]; then wait $tacotron2_job || status=1; fi
+    if train_tacotron2; then cp "$WORK_DIR/tacotron2/nvlog.json" "$OUTPUT_DIR/tacotron2_nvlog.json"; fi
     [ $status -eq 0 ] || die "a training failed (logs in $OUTPUT_DIR)"
 fi
 
 if runs 3 && with_hifigan; then
     echo "== stage 3: teacher-forced mels, then HiFi-GAN fine-tuned on them for ${FINETUNE_SECONDS:-90} s"
-    bash scripts/hifigan/extract_gta_mels.sh --synthetic --tacotron2 "$WORK_DIR/tacotron2/checkpoint_Tacotron2_last.pt" \
+    bash scripts/hifigan/extract_gta_mels.sh --synthetic --tacotron2 "$TACOTRON2" \
         --data-dir "$CORPUS" --filelists-dir "$LISTS" --output-dir "$WORK_DIR/mels-gta" -bs 32 --overwrite ${extra_flags[@]+"${extra_flags[@]}"} \
         >"$OUTPUT_DIR/extract_gta_mels.log" 2>&1 || { tail -n 20 "$OUTPUT_DIR/extract_gta_mels.log"; exit 1; }
     train_for "${FINETUNE_SECONDS:-90}" "$OUTPUT_DIR/hifigan_ft.log" -m HiFiGAN \
@@ -107,14 +114,13 @@ if runs 4; then
          "${vocoders[*]}, scored by $ASR"
     head -n "${TEST_SENTENCES:-25}" "$LISTS/synthetic_audio_text_test.txt" | cut -d'|' -f2 >"$OUTPUT_DIR/test_sentences.txt"
     cp phrases/phrase.txt "$OUTPUT_DIR/phrases.txt"
-    tacotron2="$WORK_DIR/tacotron2/checkpoint_Tacotron2_last.pt"
     declare -A vocoder_flags=([griffin_lim]="" [hifigan]="--hifigan $WORK_DIR/hifigan/checkpoint_HiFiGAN_last.pt"
                               [hifigan_ft]="--hifigan $WORK_DIR/hifigan_ft/checkpoint_HiFiGAN_last.pt")
     for texts in test_sentences phrases; do
         for vocoder in "${vocoders[@]}"; do
             # shellcheck disable=SC2086  # the flags split into flag and path on purpose
             "$PYTHON" inference.py -i "$OUTPUT_DIR/$texts.txt" -o "$OUTPUT_DIR/wavs_${texts}_$vocoder" --quiet \
-                --tacotron2 "$tacotron2" ${vocoder_flags[$vocoder]} -bs 25 \
+                --tacotron2 "$TACOTRON2" ${vocoder_flags[$vocoder]} -bs 25 \
                 ${precision_flags[@]+"${precision_flags[@]}"} ${extra_flags[@]+"${extra_flags[@]}"}
             extra=()
             [ "$vocoder" = griffin_lim ] && extra=(--espeak-ceiling)  # once for each set of texts is enough
@@ -122,12 +128,13 @@ if runs 4; then
                 --texts "$OUTPUT_DIR/$texts.txt" -o "$OUTPUT_DIR/intelligibility_${texts}_$vocoder" "${extra[@]}"
         done
     done
-    "$PYTHON" - "$OUTPUT_DIR" "${vocoders[@]}" <<'EOF'
+    trained=$(train_tacotron2 && echo tacotron2 || true)
+    "$PYTHON" - "$OUTPUT_DIR" "$trained" "${vocoders[@]}" <<'EOF'
 import json, sys
 from pathlib import Path
 from common.logger import read_dllogger_file
-out, vocoders = Path(sys.argv[1]), sys.argv[2:]
-trainings = ["tacotron2"] + (["hifigan", "hifigan_ft"] if "hifigan" in vocoders else [])
+out, trained, vocoders = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+trainings = ([trained] if trained else []) + (["hifigan", "hifigan_ft"] if "hifigan" in vocoders else [])
 def curve(name, points=12):
     records = read_dllogger_file(out / f"{name}_nvlog.json")
     losses = [r["data"]["train_loss"] for r in records

@@ -26,6 +26,20 @@ def test_gpu_tts_run_refuses_unknown_arguments_and_a_scoring_stage_without_a_rec
     assert bad_stage.returncode == 2 and "--stage takes a stage from 1 to 4, got '5'" in bad_stage.stderr
 
 
+def test_gpu_tts_run_checks_a_tacotron2_trained_elsewhere_before_it_starts(tmp_path):
+    missing = run("bash", "scripts/tacotron2/gpu_tts_run.sh", OUTPUT_DIR=str(tmp_path),
+                  TACOTRON2_CHECKPOINT=str(tmp_path / "missing.pt"))
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"gpu_tts_run.sh: error: TACOTRON2_CHECKPOINT={tmp_path / 'missing.pt'}: no such file"
+    (tmp_path / "tacotron2.pt").write_bytes(b"")
+    nothing = run("bash", "scripts/tacotron2/gpu_tts_run.sh", OUTPUT_DIR=str(tmp_path), HIFIGAN_SECONDS="0",
+                  TACOTRON2_CHECKPOINT=str(tmp_path / "tacotron2.pt"))
+    assert nothing.returncode == 2 and "leaves nothing to train" in nothing.stderr
+    not_a_number = run("bash", "scripts/tacotron2/gpu_tts_run.sh", OUTPUT_DIR=str(tmp_path), HIFIGAN_SECONDS="5m")
+    assert not_a_number.returncode == 2 and "HIFIGAN_SECONDS must be a whole number of seconds, got '5m'" in \
+        not_a_number.stderr
+
+
 def test_gpu_checks_names_an_unknown_stage(tmp_path):
     result = run("bash", "scripts/gpu_checks.sh", "graph", LOG_DIR=str(tmp_path / "logs"),
                  WORK_DIR=str(tmp_path / "work"))

@@ -128,13 +128,14 @@ if runs 4; then
                 --texts "$OUTPUT_DIR/$texts.txt" -o "$OUTPUT_DIR/intelligibility_${texts}_$vocoder" "${extra[@]}"
         done
     done
-    trained=$(train_tacotron2 && echo tacotron2 || true)
-    "$PYTHON" - "$OUTPUT_DIR" "$trained" "${vocoders[@]}" <<'EOF'
+    trainings=()
+    if train_tacotron2; then trainings+=(tacotron2); fi
+    if with_hifigan; then trainings+=(hifigan hifigan_ft); fi
+    "$PYTHON" - "$OUTPUT_DIR" "${trainings[*]}" "${vocoders[@]}" <<'EOF'
 import json, sys
 from pathlib import Path
 from common.logger import read_dllogger_file
-out, trained, vocoders = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-trainings = ([trained] if trained else []) + (["hifigan", "hifigan_ft"] if "hifigan" in vocoders else [])
+out, trainings, vocoders = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
 def curve(name, points=12):
     records = read_dllogger_file(out / f"{name}_nvlog.json")
     losses = [r["data"]["train_loss"] for r in records

@@ -13,6 +13,7 @@
 #       stage 4: the first TEST_SENTENCES test sentences and phrases/phrase.txt through Tacotron 2 + Griffin-Lim,
 #                + HiFi-GAN and + the fine-tuned HiFi-GAN; CER and WER of each through scripts/intelligibility.py
 #                (--asr $ASR, greedy), the eSpeak NG ceiling, and the training curves: OUTPUT_DIR/report.json
+#                (scripts/tacotron2/gpu_tts_report.py)
 #   Environment: ASR (required for stage 4), UTTERANCES (3000), TACOTRON2_SECONDS (300), HIFIGAN_SECONDS (300; 0:
 #   Tacotron 2 alone, no HiFi-GAN, no stage 3, Griffin-Lim only), FINETUNE_SECONDS (90), TEST_SENTENCES (25), WORK_DIR
 #   (/tmp/gpu_tts: corpus and checkpoints), OUTPUT_DIR (output/gpu_tts: the wavs, scores, logs and report), WORKERS (6
@@ -131,37 +132,5 @@ if runs 4; then
     trainings=()
     if train_tacotron2; then trainings+=(tacotron2); fi
     if with_hifigan; then trainings+=(hifigan hifigan_ft); fi
-    "$PYTHON" - "$OUTPUT_DIR" "${trainings[*]}" "${vocoders[@]}" <<'EOF'
-import json, sys
-from pathlib import Path
-from common.logger import read_dllogger_file
-out, trainings, vocoders = Path(sys.argv[1]), sys.argv[2].split(), sys.argv[3:]
-def curve(name, points=12):
-    records = read_dllogger_file(out / f"{name}_nvlog.json")
-    losses = [r["data"]["train_loss"] for r in records
-              if isinstance(r["step"], list) and len(r["step"]) == 2 and "train_loss" in r["data"]]
-    every = max(1, len(losses) // points)
-    result = {"updates": len(losses), "train_loss": [[i + 1, round(loss, 4)] for i, loss in enumerate(losses)
-                                                     if i % every == 0 or i == len(losses) - 1]}
-    # Each validation's loss, and for Tacotron 2 whether attention reads the text and the gate stops.
-    result["validation"] = [{key: round(r["data"][key], 3) for key in
-                             ("val_loss", "alignment_score", "val_stopped_by_gate") if key in r["data"]}
-                            for r in records if "val_loss" in r["data"]]
-    return result
-report = {name: curve(name) for name in trainings}
-for texts in ("test_sentences", "phrases"):
-    scores = {vocoder: json.loads((out / f"intelligibility_{texts}_{vocoder}" / "intelligibility.json").read_text())
-              for vocoder in vocoders}
-    report[texts] = {measure: {vocoder: round(result["synthesized"][measure], 2) for vocoder, result in scores.items()}
-                     for measure in ("cer", "wer")}
-    for measure in ("cer", "wer"):
-        report[texts][measure]["espeak_ceiling"] = round(scores["griffin_lim"]["espeak"][measure], 2)
-(out / "report.json").write_text(json.dumps(report, indent=1))
-for name in trainings:
-    validations = report[name]["validation"]
-    print(f"{name}: {report[name]['updates']} updates, loss {report[name]['train_loss'][0][1]} -> "
-          f"{report[name]['train_loss'][-1][1]}" + (f"; last validation {validations[-1]}" if validations else ""))
-for texts in ("test_sentences", "phrases"):
-    print(f"{texts}: CER % {report[texts]['cer']}; WER % {report[texts]['wer']}")
-EOF
+    "$PYTHON" -m scripts.tacotron2.gpu_tts_report "$OUTPUT_DIR" "${trainings[*]}" "${vocoders[@]}"
 fi

@@ -59,37 +59,13 @@ VOWEL_SWAPS = {"a": ["aa", "A:", "E"], "aa": ["a", "A:"], "A:": ["a", "0"], "0":
                "E": ["a", "eI"], "3:": ["@", "E"], "O:": ["0", "oU"], "aI": ["A:", "OI"], "aU": ["a", "oU"]}
 
 
-BASE_RULES = ("th_stopping", "th_fronting", "h_dropping", "non_rhotic")
-# --more-rules: features many varieties of English share (final clusters simplified, final consonants devoiced,
-# unstressed vowels said in full, "-ing" as "-in", w and v merged).
-MORE_RULES = ("cluster_reduction", "final_devoicing", "full_vowels", "g_dropping", "w_v_merger")
-CONSONANTS = frozenset("p b t d k g f v T D s z S Z h m n N l r w j tS dZ".split())
-DEVOICED = {"z": "s", "v": "f", "d": "t", "g": "k", "b": "p", "dZ": "tS", "Z": "S"}
-FULL_VOWELS = ("a", "E", "0", "V")
-# --foreign-share: eSpeak NG voices of other languages that speak English phoneme names through their own phone
-# tables (a foreign accent); names a table lacks are not spoken.
-FOREIGN_VOICES = ("de", "nl", "fr", "it", "hi", "pl", "sv", "pt")
-
-
 def perturb(clause: str, rules: set[str], vowel_share: float, rng: random.Random) -> str:
     """One clause of phoneme names with the accent's rules applied."""
     phonemes = PHONEME.findall(clause)
     changed = []
     for index, phoneme in enumerate(phonemes):
         following = next((later for later in phonemes[index + 1:] if later not in STRESS_MARKS), " ")
-        previous = next((earlier for earlier in reversed(phonemes[:index]) if earlier not in STRESS_MARKS), " ")
-        word_final = following == " " or following.isspace()
-        if phoneme in ("t", "d") and "cluster_reduction" in rules and word_final and previous in CONSONANTS:
-            phoneme = ""
-        elif phoneme in DEVOICED and "final_devoicing" in rules and word_final:
-            phoneme = DEVOICED[phoneme]
-        elif phoneme in ("@", "@2", "a#") and "full_vowels" in rules:
-            phoneme = rng.choice(FULL_VOWELS)
-        elif phoneme == "N" and "g_dropping" in rules and word_final:
-            phoneme = "n"
-        elif phoneme in ("w", "v") and "w_v_merger" in rules:
-            phoneme = {"w": "v", "v": "w"}[phoneme]
-        elif phoneme in ("D", "T") and "th_stopping" in rules:
+        if phoneme in ("D", "T") and "th_stopping" in rules:
             phoneme = {"D": "d", "T": "t"}[phoneme]
         elif phoneme in ("D", "T") and "th_fronting" in rules:
             phoneme = {"D": "v", "T": "f"}[phoneme]
@@ -110,8 +86,7 @@ def held_out_variants() -> set[str]:
 
 
 def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants: str = "own",
-                   accent: bool = True, keep_voices: frozenset[str] = frozenset(), more_rules: bool = False,
-                   foreign_share: float = 0.0) -> dict[str, int]:
+                   accent: bool = True, keep_voices: frozenset[str] = frozenset()) -> dict[str, int]:
     """Write the copy; returns how many training utterances were re-spoken, copied as they were, and failed. An
     utterance in one of keep_voices is always copied as it was."""
     if not (source / "utterances.csv").is_file():
@@ -139,14 +114,12 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants
             if variants == "wide":
                 voice = f"{voice.partition('+')[0]}+{rng.choice(WIDE_VARIANTS)}"
             if accent:
-                rules = {rule for rule in BASE_RULES + (MORE_RULES if more_rules else ())
+                rules = {rule for rule in ("th_stopping", "th_fronting", "h_dropping", "non_rhotic")
                          if rng.random() < RULE_PROBABILITY}
                 vowel_share = rng.choice(VOWEL_SHARES)
                 clauses = [perturb(clause, rules, vowel_share, rng)
                            for clause in phoneme_clauses(words.lower(), rng.choice(OPEN_ACCENTS), mnemonics=True)]
                 text = " ".join(f"[[{clause}]]" for clause in clauses)
-                if foreign_share and rng.random() < foreign_share:
-                    voice = f"{rng.choice(FOREIGN_VOICES)}+{voice.partition('+')[2]}".rstrip("+")
             else:
                 text = words.lower()
             try:
@@ -176,12 +149,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="--no-accent: re-speak the words as they are, with no made-up accent")
     parser.add_argument("--keep-voices", nargs="+", default=[], metavar="VOICE",
                         help="voices whose utterances are never re-spoken (e.g. en-us: the TTS judge's)")
-    parser.add_argument("--more-rules", action="store_true", help="also MORE_RULES in the made-up accents")
-    parser.add_argument("--foreign-share", type=float, default=0.0,
-                        help="probability that a re-spoken utterance is said through another language's phones")
     args = parser.parse_args(argv)
     counts = perturb_corpus(Path(args.source), Path(args.output), args.share, args.seed, args.variants, args.accent,
-                            frozenset(args.keep_voices), args.more_rules, args.foreign_share)
+                            frozenset(args.keep_voices))
     print(f"{args.output}: {counts['respoken']} training utterances re-spoken "
           f"({'with a made-up accent' if args.accent else 'as they are'}, {args.variants} variants), "
           f"{counts['unchanged']} as they were, {counts['failed']} that eSpeak NG could not speak copied as they were")

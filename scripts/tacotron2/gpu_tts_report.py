@@ -11,12 +11,18 @@ prints a summary.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from common.errors import ArgumentParser, UserFileNotFoundError, exit_on_user_error
 from common.logger import read_dllogger_file
 
 TEXTS = ("test_sentences", "phrases")
+
+
+def existing(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise UserFileNotFoundError(f"{path} not found: {what} (did its stage of gpu_tts_run.sh run?)")
+    return path
 
 
 def is_update(record: dict) -> bool:
@@ -27,7 +33,7 @@ def is_update(record: dict) -> bool:
 def curve(nvlog: Path, points: int = 12) -> dict:
     """About `points` of the training loss curve, [update, loss], and every validation: the update it followed, its
     loss, and for Tacotron 2 whether attention reads the text (alignment_score) and the gate stops."""
-    records = read_dllogger_file(nvlog)
+    records = read_dllogger_file(existing(nvlog, "the training's DLLogger file"))
     losses = [record["data"]["train_loss"] for record in records if is_update(record)]
     every = max(1, len(losses) // points)
     result = {"updates": len(losses), "train_loss": [[i + 1, round(loss, 4)] for i, loss in enumerate(losses)
@@ -45,8 +51,9 @@ def curve(nvlog: Path, points: int = 12) -> dict:
 def build_report(output: Path, trainings: list[str], vocoders: list[str]) -> dict:
     report = {name: curve(output / f"{name}_nvlog.json") for name in trainings}
     for texts in TEXTS:
-        scores = {vocoder: json.loads((output / f"intelligibility_{texts}_{vocoder}" / "intelligibility.json")
-                                      .read_text()) for vocoder in vocoders}
+        scores = {vocoder: json.loads(existing(output / f"intelligibility_{texts}_{vocoder}" / "intelligibility.json",
+                                               f"the {vocoder} scores of the {texts}").read_text())
+                  for vocoder in vocoders}
         report[texts] = {measure: {vocoder: round(result["synthesized"][measure], 2)
                                    for vocoder, result in scores.items()} for measure in ("cer", "wer")}
         for measure in ("cer", "wer"):
@@ -55,8 +62,12 @@ def build_report(output: Path, trainings: list[str], vocoders: list[str]) -> dic
 
 
 def main(argv: list[str] | None = None) -> dict:
-    argv = sys.argv[1:] if argv is None else argv
-    output, trainings, vocoders = Path(argv[0]), argv[1].split(), argv[2:]
+    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("output", type=Path, help="gpu_tts_run.sh's OUTPUT_DIR")
+    parser.add_argument("trainings", help="the trainings that ran, space-separated (empty for none)")
+    parser.add_argument("vocoders", nargs="+", help="the vocoders scored (griffin_lim among them)")
+    args = parser.parse_args(argv)
+    output, trainings, vocoders = args.output, args.trainings.split(), args.vocoders
     report = build_report(output, trainings, vocoders)
     (output / "report.json").write_text(json.dumps(report, indent=1))
     for name in trainings:
@@ -69,4 +80,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    exit_on_user_error(main)

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from common.errors import exit_on_user_error
 from common.logger import RunLogger
 from scripts.tacotron2.gpu_tts_report import main
 
@@ -49,3 +52,12 @@ def test_no_trainings_scores_the_vocoders_alone(tmp_path):
     report = main([str(tmp_path), "", "griffin_lim", "hifigan"])
     assert set(report) == {"test_sentences", "phrases"}
     assert report["test_sentences"]["wer"] == {"griffin_lim": 90.0, "hifigan": 70.0, "espeak_ceiling": 5.0}
+
+
+def test_a_missing_score_names_the_file_and_its_stage(tmp_path, capsys):
+    write_scores(tmp_path / "intelligibility_test_sentences_griffin_lim", 30.0, 90.0, espeak=(1.0, 5.0))
+    with pytest.raises(SystemExit) as stopped:
+        exit_on_user_error(lambda: main([str(tmp_path), "", "griffin_lim"]))
+    assert stopped.value.code == 2
+    assert (f"error: {tmp_path}/intelligibility_phrases_griffin_lim/intelligibility.json not found: the griffin_lim "
+            f"scores of the phrases (did its stage of gpu_tts_run.sh run?)") in capsys.readouterr().err

@@ -16,6 +16,13 @@ from pathlib import Path
 import torch
 
 
+NON_FINITE_TEXTS = frozenset(str(value) for value in (math.nan, math.inf, -math.inf))
+
+
+def is_non_finite_text(value) -> bool:
+    return isinstance(value, str) and value in NON_FINITE_TEXTS
+
+
 def _jsonable(value):
     if isinstance(value, torch.Tensor):
         value = value.item() if value.numel() == 1 else value.tolist()
@@ -35,8 +42,18 @@ def read_dllogger_file(path: str | Path) -> list[dict]:
     records = []
     for line in Path(path).read_text().splitlines():
         if line.startswith("DLLL "):
-            records.append(json.loads(line[len("DLLL "):]))
+            record = json.loads(line[len("DLLL "):])
+            if isinstance(record.get("data"), dict):  # the non-finite numbers _jsonable wrote as text: numbers again
+                record["data"] = {key: float(value) if is_non_finite_text(value) else value
+                                  for key, value in record["data"].items()}
+            records.append(record)
     return records
+
+
+def is_update_record(record: dict) -> bool:
+    """A training update's record, read back by read_dllogger_file: logged at [epoch, batch] with its loss (an
+    epoch's summary is logged at [epoch])."""
+    return isinstance(record["step"], list) and len(record["step"]) == 2 and "train_loss" in record["data"]
 
 
 class RunLogger:

@@ -12,6 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+from common.logger import is_update_record, read_dllogger_file
+
 
 def table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -113,8 +115,8 @@ def nan_check(folder: Path) -> str:
     path = folder / "nan_waveglow_nvlog.json"
     if not path.exists():
         return ""
-    records = [json.loads(line[5:]) for line in path.read_text().splitlines() if line.startswith("DLLL ")]
-    steps = [r["data"] for r in records if len(r.get("step", [])) == 2 and "train_loss" in r.get("data", {})]
+    records = read_dllogger_file(path)
+    steps = [r["data"] for r in records if is_update_record(r)]
     losses = [step["train_loss"] for step in steps]
     skipped = [r["data"]["skipped_steps"] for r in records if "skipped_steps" in r.get("data", {})]
     epochs = [r["data"] for r in records if len(r.get("step", [])) == 1 and "train_loss" in r.get("data", {})]

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from common.errors import ArgumentParser, UserFileNotFoundError, exit_on_user_error
-from common.logger import read_dllogger_file
+from common.logger import is_update_record, read_dllogger_file
 
 TEXTS = ("test_sentences", "phrases")
 
@@ -25,22 +25,17 @@ def existing(path: Path, what: str) -> Path:
     return path
 
 
-def is_update(record: dict) -> bool:
-    """A training update's record: logged at [epoch, batch] with its loss."""
-    return isinstance(record["step"], list) and len(record["step"]) == 2 and "train_loss" in record["data"]
-
-
 def curve(nvlog: Path, points: int = 12) -> dict:
     """About `points` of the training loss curve, [update, loss], and every validation: the update it followed, its
     loss, and for Tacotron 2 whether attention reads the text (alignment_score) and the gate stops."""
     records = read_dllogger_file(existing(nvlog, "the training's DLLogger file"))
-    losses = [record["data"]["train_loss"] for record in records if is_update(record)]
+    losses = [record["data"]["train_loss"] for record in records if is_update_record(record)]
     every = max(1, len(losses) // points)
     result = {"updates": len(losses), "train_loss": [[i + 1, round(loss, 4)] for i, loss in enumerate(losses)
                                                      if i % every == 0 or i == len(losses) - 1]}
     result["validation"], updates = [], 0
     for record in records:
-        updates += is_update(record)
+        updates += is_update_record(record)
         if "val_loss" in record["data"]:
             result["validation"].append({"update": updates, **{
                 key: round(record["data"][key], 3) for key in ("val_loss", "alignment_score", "val_stopped_by_gate")
@@ -67,9 +62,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("trainings", help="the trainings that ran, space-separated (empty for none)")
     parser.add_argument("vocoders", nargs="+", help="the vocoders scored (griffin_lim among them)")
     args = parser.parse_args(argv)
-    output, trainings, vocoders = args.output, args.trainings.split(), args.vocoders
-    report = build_report(output, trainings, vocoders)
-    (output / "report.json").write_text(json.dumps(report, indent=1))
+    trainings = args.trainings.split()
+    report = build_report(args.output, trainings, args.vocoders)
+    (args.output / "report.json").write_text(json.dumps(report, indent=1))
     for name in trainings:
         validations = report[name]["validation"]
         print(f"{name}: {report[name]['updates']} updates, loss {report[name]['train_loss'][0][1]} -> "

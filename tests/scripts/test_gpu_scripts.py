@@ -60,3 +60,16 @@ def test_profile_kernels_says_why_it_cannot_run_without_cuda():
     assert result.returncode == 2
     assert result.stderr.startswith("error: profile_kernels needs the CUDA extension: ")
     assert "Traceback" not in result.stderr
+
+
+def test_the_nan_check_summary_counts_the_non_finite_losses(tmp_path):
+    from common.logger import RunLogger
+    from scripts.gpu_checks_report import nan_check
+
+    logger = RunLogger(tmp_path / "nan_waveglow_nvlog.json")
+    for batch, loss in enumerate([1.0, float("nan"), 0.8], start=1):
+        logger.log([1, batch], {"train_loss": loss, "skipped_steps": int(batch >= 2)}, echo=False)
+    logger.close()
+    summary = nan_check(tmp_path)
+    assert "| iterations logged | 3 |" in summary
+    assert "| non-finite train losses | 1 (iterations [2]) |" in summary

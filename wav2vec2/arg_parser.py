@@ -134,6 +134,10 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                       help="utterances shorter than this are left out (Base pre-training: 32000)")
     data.add_argument("--num-concat-batches", type=int, default=1,
                       help="forward N max-tokens batches as one (masks, negatives and loss as N separate batches)")
+    data.add_argument("--random-phase-prob", type=float, default=0.0,
+                      help="fine-tuning: the share of training utterances given a random phase (all-pass filters "
+                           "and polarity; the magnitude spectrum kept), so the recognizer hears spectra, not one "
+                           "voice's waveform shape")
     data.add_argument("--resample", action="store_true",
                       help="resample audio at another rate to --sampling-rate instead of refusing it")
     data.add_argument("--skip-invalid-size-inputs-valid-test", action="store_true",

@@ -12,11 +12,13 @@ Batches (`AudioBatch`) are made by `Collater`:
   and the batch carries its time masks and negatives (wav2vec2/masking.py), so the loss's item count is known before
   the forward pass;
 - fine-tuning: utterances are zero-padded to the longest with a padding mask, and carry their time and channel masks
-  and their targets padded with <pad>.
+  and their targets padded with <pad>; with --random-phase-prob, that share of training utterances first goes
+  through a random all-pass filter (random_phase: the same magnitude spectrum, another phase).
 Every random draw of a batch (crop offsets, then time masks, then channel masks, then negatives, from one generator
 in that order) comes from np.random.default_rng([seed, epoch, *indices]) (indices: the batch's dataset indices; seed
 and epoch: the dataset's, which its items carry to the collate): it does not depend on worker processes, and a
-resumed run redraws the same. Validation datasets always use epoch 0, so their masks, and the validation loss, are
+resumed run redraws the same. The all-pass filters are drawn from a stream of their own, so the masks do not
+depend on them. Validation datasets always use epoch 0, so their masks, and the validation loss, are
 the same at every validation.
 
 `--num-concat-batches N` forwards N max-tokens batches as one (as NVIDIA's): ConcatBatches yields (index, sub_batch)
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import scipy.signal
 import soundfile
 import torch
 from torch.utils.data import Dataset, Sampler
@@ -320,6 +323,23 @@ def _sub_batches(items: Sequence[AudioItem]) -> list[list[int]]:
     return groups
 
 
+def random_phase(waveform: torch.Tensor, rng: np.random.Generator, sections: int = 4) -> torch.Tensor:
+    """`waveform` through `sections` second-order all-pass filters, each with a random pole (radius 0.5-0.95, any
+    angle), and its polarity flipped half the time: the magnitude spectrum stays, the phase and so the waveform's
+    shape change. A listener hardly hears the difference; a recognizer that reads raw samples can learn one voice's
+    pulse shape instead of its spectrum, and then mishears audio whose phase comes from elsewhere (another glottal
+    source, or a vocoder's phase retrieval such as Griffin-Lim)."""
+    radius = rng.uniform(0.5, 0.95, sections)
+    angle = rng.uniform(0.0, np.pi, sections)
+    a1, a2 = -2.0 * radius * np.cos(angle), radius ** 2
+    ones = np.ones(sections)
+    # Each section is (a2 + a1 z^-1 + z^-2) / (1 + a1 z^-1 + a2 z^-2): its numerator is its denominator reversed.
+    filters = np.stack([a2, a1, ones, ones, a1, a2], axis=1)
+    polarity = -1.0 if rng.random() < 0.5 else 1.0
+    filtered = scipy.signal.sosfilt(filters, waveform.double().numpy()) * polarity
+    return torch.from_numpy(filtered.astype(np.float32))
+
+
 class Collater:
     """Items -> AudioBatch (see the module's docstring). Picklable, so DataLoader workers can run it.
 
@@ -330,12 +350,18 @@ class Collater:
     negatives per masked frame, in training and validation alike (the loss needs them).
     mode "finetune": pad to the longest; time masks (min_masks 2) when mask_prob > 0 and channel masks over the
     encoder's channels when mask_channel_prob > 0, in training, and in validation and inference only with
-    mask_in_eval (by default they see no masks).
+    mask_in_eval (by default they see no masks). `random_phase_prob`: the share of training utterances (fine-tuning
+    only) that go through random_phase, drawn apart from the masks.
     """
 
-    def __init__(self, config: dict, *, mode: str, pad_index: int = Dictionary.pad_index, mask_in_eval: bool = False):
+    def __init__(self, config: dict, *, mode: str, pad_index: int = Dictionary.pad_index, mask_in_eval: bool = False,
+                 random_phase_prob: float = 0.0):
         if mode not in ("pretrain", "finetune"):
             raise ValueError(f"mode must be 'pretrain' or 'finetune', got {mode!r}")
+        if not 0.0 <= random_phase_prob <= 1.0:
+            raise UserError(f"--random-phase-prob must be in [0, 1], got {random_phase_prob}")
+        if random_phase_prob > 0 and mode != "finetune":
+            raise UserError("--random-phase-prob is for fine-tuning (--mode finetune)")
         self.pretraining = mode == "pretrain"
         self.conv_layers = parse_conv_feature_layers(config["conv_feature_layers"])
         self.mask_prob, self.mask_length = float(config["mask_prob"]), int(config["mask_length"])
@@ -344,6 +370,7 @@ class Collater:
         self.mask_channel_length = int(config.get("mask_channel_length", 10))
         self.num_channels = int(config["encoder_embed_dim"])
         self.pad_index, self.mask_in_eval = pad_index, mask_in_eval
+        self.random_phase_prob = random_phase_prob
 
     def frames(self, num_samples: Sequence[int] | int) -> torch.Tensor:
         return conv_output_lengths(torch.as_tensor(num_samples), self.conv_layers)
@@ -362,6 +389,11 @@ class Collater:
             batch = self._pretraining_batch(items, groups, rngs, max_sample_size)
         else:
             masks = training or self.mask_in_eval
+            if training and self.random_phase_prob > 0:
+                phase_rng = np.random.default_rng(
+                    np.random.SeedSequence([seed, epoch, *(item.index for item in items)], spawn_key=(2,)))
+                items = [item._replace(source=random_phase(item.source, phase_rng))
+                         if phase_rng.random() < self.random_phase_prob else item for item in items]
             batch = self._finetuning_batch(items, groups, rngs, masks)
         if any(item.target is not None for item in items):
             if any(item.target is None for item in items):

@@ -150,7 +150,8 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
                             max_sample_size=args.max_sample_size, normalize=config["normalize"],
                             resample=args.resample, seed=args.seed, training=training)
 
-    collate = Collater(config, mode=args.mode, pad_index=dictionary.pad_index if dictionary is not None else 1)
+    collate = Collater(config, mode=args.mode, pad_index=dictionary.pad_index if dictionary is not None else 1,
+                       random_phase_prob=args.random_phase_prob)
     return DataSplits(train=dataset(args.train_subset, True), validation=dataset(args.valid_subset, False),
                       collate=collate)
 

@@ -15,7 +15,7 @@ from common.audio import load_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
 from wav2vec2.data_function import (AudioDataset, Collater, ConcatBatches, batch_rng, label_path, max_tokens_batches,
-                                    read_labels, read_manifest)
+                                    random_phase, read_labels, read_manifest)
 from wav2vec2.dictionary import Dictionary, words_to_letters
 from wav2vec2.masking import compute_mask_indices, conv_output_lengths, sample_negative_indices
 from wav2vec2.model import model_config_from
@@ -374,6 +374,53 @@ def test_finetuning_batches_pad_to_the_longest_with_targets_and_masks(corpus):
     assert unmasked.mask_indices is None and unmasked.channel_mask is None
     equal = collate([dataset[i] for i in [1, 1]])
     assert equal.padding_mask is None  # nothing padded
+
+
+def test_random_phase_keeps_the_magnitude_spectrum_and_changes_the_waveform():
+    # A click train, as a voice's glottal pulses; zeros after it hold the filters' ringing, so the two whole spectra
+    # compare exactly.
+    clicks = torch.zeros(20000)
+    clicks[:4000:100] = 1.0
+    changed = random_phase(clicks, np.random.default_rng(3))
+    assert changed.shape == clicks.shape and changed.dtype == torch.float32
+    before, after = np.abs(np.fft.rfft(clicks.numpy())), np.abs(np.fft.rfft(changed.numpy()))
+    assert np.abs(after - before).max() < 1e-4 * before.max()
+    assert abs(np.corrcoef(clicks.numpy(), changed.numpy())[0, 1]) < 0.5  # another waveform
+    assert torch.equal(changed, random_phase(clicks, np.random.default_rng(3)))  # a function of the generator
+    assert not torch.allclose(changed, random_phase(clicks, np.random.default_rng(4)))
+
+
+def test_random_phase_in_fine_tuning_changes_the_training_audio_alone_and_not_the_masks(corpus):
+    dictionary = Dictionary.load(corpus.parent / "dict.ltr.txt")
+    dataset = AudioDataset(corpus, RATE, labels=corpus.with_suffix(".ltr"), dictionary=dictionary, seed=5)
+    indices = [0, 3, 2, 5]
+    plain = Collater(FINETUNE_CONFIG, mode="finetune")([dataset[i] for i in indices])
+    every = Collater(FINETUNE_CONFIG, mode="finetune", random_phase_prob=1.0)([dataset[i] for i in indices])
+    assert torch.equal(every.mask_indices, plain.mask_indices) and torch.equal(every.channel_mask, plain.channel_mask)
+    assert torch.equal(every.padding_mask, plain.padding_mask) and torch.equal(every.targets, plain.targets)
+    for row, index in enumerate(indices):
+        length = LENGTHS[index]
+        assert not torch.allclose(every.source[row, :length], plain.source[row, :length])
+        spectrum = np.abs(np.fft.rfft(every.source[row, :length].numpy()))
+        assert spectrum.sum() == pytest.approx(np.abs(np.fft.rfft(plain.source[row, :length].numpy())).sum(),
+                                               rel=0.05)
+    again = Collater(FINETUNE_CONFIG, mode="finetune", random_phase_prob=1.0)([dataset[i] for i in indices])
+    assert torch.equal(again.source, every.source)  # drawn from (seed, epoch, indices), as every draw
+    everyone = range(len(LENGTHS))
+    half = Collater(FINETUNE_CONFIG, mode="finetune", random_phase_prob=0.5)([dataset[i] for i in everyone])
+    as_they_are = Collater(FINETUNE_CONFIG, mode="finetune")([dataset[i] for i in everyone])
+    changed = [not torch.equal(half.source[row], as_they_are.source[row]) for row in everyone]
+    assert 0 < sum(changed) < len(changed)
+
+    validation = AudioDataset(corpus, RATE, labels=corpus.with_suffix(".ltr"), dictionary=dictionary, seed=5,
+                              training=False)
+    heard = Collater(FINETUNE_CONFIG, mode="finetune", random_phase_prob=1.0)([validation[i] for i in indices])
+    assert torch.equal(heard.source, plain.source)  # validation hears the audio as it is
+
+    with pytest.raises(UserError, match=r"--random-phase-prob must be in \[0, 1\], got 1.5"):
+        Collater(FINETUNE_CONFIG, mode="finetune", random_phase_prob=1.5)
+    with pytest.raises(UserError, match="--random-phase-prob is for fine-tuning"):
+        Collater(CONFIG, mode="pretrain", random_phase_prob=0.5)
 
 
 def test_batches_move_to_a_device_whole(corpus):

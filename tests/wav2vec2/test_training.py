@@ -1,6 +1,8 @@
 """wav2vec 2.0 fine-tuning through train.py (pre-training's house tests are in tests/test_families.py): the CTC loss
 falls to pinned values and resumes exactly, validation reports WER and CER over the whole set and keeps the best
 checkpoint, a pre-trained checkpoint of ours starts it, the encoder stays frozen for --freeze-finetune-updates."""
+import math
+
 import pytest
 import torch
 
@@ -48,6 +50,22 @@ def test_fine_tuning_starts_from_a_pretrained_checkpoint_of_ours(synthetic_asr_c
             assert torch.equal(finetuned["state_dict"]["w2v_encoder.w2v_model." + key], value), key
     assert finetuned["state_dict"]["w2v_encoder.proj.weight"].shape == (32, 32)  # the CTC head: 32 letters
     assert finetuned["iteration"] > 0
+
+
+@pytest.mark.slow
+def test_random_phase_changes_what_fine_tuning_hears_and_a_share_outside_0_1_is_one_clear_error(
+        synthetic_asr_corpus, tmp_path):
+    def losses(name, *extra):
+        train.main(finetune_args(synthetic_asr_corpus, tmp_path / name, "--epochs", "1", *extra))
+        return [r["data"]["train_loss"] for r in read_dllogger_file(tmp_path / name / "nvlog.json")
+                if "train_loss" in r["data"] and r["type"] == "LOG" and len(r["step"]) == 2]
+
+    plain, phase = losses("plain"), losses("phase", "--random-phase-prob", "1.0")
+    assert len(plain) == len(phase) > 1 and all(math.isfinite(loss) for loss in phase)
+    assert phase[0] != plain[0]  # the same batches and masks, another waveform
+    with pytest.raises(UserError, match=r"--random-phase-prob must be in \[0, 1\], got 1.5"):
+        train.main(finetune_args(synthetic_asr_corpus, tmp_path / "bad", "--epochs", "1", "--random-phase-prob",
+                                 "1.5"))
 
 
 def test_a_pretrained_file_that_does_not_fit_is_one_clear_error(synthetic_asr_corpus, tmp_path):

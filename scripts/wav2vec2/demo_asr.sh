@@ -3,7 +3,8 @@
 # --text open: the TTS corpus's template sentences and runs of words of a 20,000-word lexicon, many voices, rates and
 # pitches, 16 kHz), re-speak half its training utterances with made-up accents in other voice variants
 # (scripts/wav2vec2/accent_perturbed_corpus.py; the TTS judge's en-us voice stays as it is), train a small wav2vec 2.0
-# CTC model on that copy from scratch on the CPU (configs/wav2vec2_asr_demo.json), then transcribe every test split,
+# CTC model on that copy from scratch on the CPU (configs/wav2vec2_asr_demo.json; a quarter of the utterances it
+# draws are given a random phase, --random-phase-prob), then transcribe every test split,
 # greedily and with a beam search over a word 2-gram language model of the training transcripts
 # (scripts/wav2vec2/build_lm.py), and report CER and WER (scripts/wav2vec2/report_asr_demo.py: printed, and report.json
 # / report.txt in OUTPUT_DIR): held-out template sentences by training voices (test_sentences) and by a held-out voice

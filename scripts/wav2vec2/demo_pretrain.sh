@@ -90,15 +90,15 @@ if runs 2; then
         ${PRETRAIN_FLAGS[@]+"${PRETRAIN_FLAGS[@]}"} ${train_flags[@]+"${train_flags[@]}"}
 fi
 # Both fine-tunes: the same preset, subset, updates and schedule; only the start differs. They run in fp32, in which
-# wav2vec2/RESULTS.md measured them, not the ASR preset's bf16; a precision in the extra arguments comes later, and
-# the last one named wins.
+# wav2vec2/RESULTS.md measured them, not the ASR preset's bf16, and without its random phase, which came after them;
+# a precision or phase share in the extra arguments comes later, and the last one named wins.
 finetune() {
     local folder=$1
     shift
     "$PYTHON" train.py -m wav2vec2 finetune --config-file "$FINETUNE_CONFIG" --data "$DATA_DIR" \
         --train-subset "$labelled" -o "$OUTPUT_DIR/$folder" --resume-from-last --quiet \
         --max-updates "$FINETUNE_UPDATES" --val-interval-updates $(( (FINETUNE_UPDATES + 4) / 5 )) \
-        --mask-prob "$FINETUNE_MASK_PROB" --mask-channel-prob 0 --fp32 \
+        --mask-prob "$FINETUNE_MASK_PROB" --mask-channel-prob 0 --fp32 --random-phase-prob 0 \
         ${MODEL_FLAGS[@]+"${MODEL_FLAGS[@]}"} ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@" \
         ${train_flags[@]+"${train_flags[@]}"}
 }

@@ -390,8 +390,7 @@ class Collater:
         else:
             masks = training or self.mask_in_eval
             if training and self.random_phase_prob > 0:
-                phase_rng = np.random.default_rng(
-                    np.random.SeedSequence([seed, epoch, *(item.index for item in items)], spawn_key=(2,)))
+                phase_rng = np.random.default_rng(self._stream(seed, epoch, items, stream=2))
                 items = [item._replace(source=random_phase(item.source, phase_rng))
                          if phase_rng.random() < self.random_phase_prob else item for item in items]
             batch = self._finetuning_batch(items, groups, rngs, masks)
@@ -403,10 +402,14 @@ class Collater:
             for row, item in enumerate(items):
                 targets[row, :len(item.target)] = item.target
             batch.targets, batch.target_lengths = targets, lengths
-        # A stream of its own (spawn_key), apart from the crop and mask draws of batch_rng.
-        noise = np.random.SeedSequence([seed, epoch, *batch.ids], spawn_key=(1,))
-        batch.noise_seed = int(np.random.default_rng(noise).integers(2 ** 62))
+        batch.noise_seed = int(np.random.default_rng(self._stream(seed, epoch, items, stream=1)).integers(2 ** 62))
         return batch
+
+    @staticmethod
+    def _stream(seed: int, epoch: int, items: Sequence[AudioItem], stream: int) -> np.random.SeedSequence:
+        """A random stream of the batch's own (1: the model's noise seed, 2: the random phase), apart from the crop
+        and mask draws of batch_rng."""
+        return np.random.SeedSequence([seed, epoch, *(item.index for item in items)], spawn_key=(stream,))
 
     def _pretraining_batch(self, items, groups, rngs, max_sample_size: int | None) -> AudioBatch:
         crop = min(len(item.source) for item in items)

@@ -1,6 +1,7 @@
 """wav2vec 2.0 fine-tuning through train.py (pre-training's house tests are in tests/test_families.py): the CTC loss
 falls to pinned values and resumes exactly, validation reports WER and CER over the whole set and keeps the best
-checkpoint, a pre-trained checkpoint of ours starts it, the encoder stays frozen for --freeze-finetune-updates."""
+checkpoint, a pre-trained checkpoint of ours starts it, the encoder stays frozen for --freeze-finetune-updates,
+--random-phase-prob changes what training hears."""
 import math
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 import train
 from common.checkpoint import load_checkpoint
 from common.errors import UserError
-from common.logger import read_dllogger_file
+from common.logger import is_update_record, read_dllogger_file
 from tests.families import run_args
 from tests.training_runs import check_pinned_losses_and_exact_resume
 from tests.wav2vec2.tiny_finetuning import finetune_args
@@ -58,7 +59,7 @@ def test_random_phase_changes_what_fine_tuning_hears_and_a_share_outside_0_1_is_
     def losses(name, *extra):
         train.main(finetune_args(synthetic_asr_corpus, tmp_path / name, "--epochs", "1", *extra))
         return [r["data"]["train_loss"] for r in read_dllogger_file(tmp_path / name / "nvlog.json")
-                if "train_loss" in r["data"] and r["type"] == "LOG" and len(r["step"]) == 2]
+                if is_update_record(r)]
 
     plain, phase = losses("plain"), losses("phase", "--random-phase-prob", "1.0")
     assert len(plain) == len(phase) > 1 and all(math.isfinite(loss) for loss in phase)

@@ -61,6 +61,6 @@ if [ -f "$ASR_CHECKPOINT" ]; then
         ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
-         "(24 to 39 minutes on a 2-core machine), then \`make demo\` again (it resumes the finished training and" \
+         "(about 30 minutes on a 2-core machine), then \`make demo\` again (it resumes the finished training and" \
          "only synthesizes and scores), or set ASR_CHECKPOINT."
 fi

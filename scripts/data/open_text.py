@@ -10,6 +10,8 @@ teach a recognizer English spelling, not one generator's few hundred words.
   words, not sentence shapes, and no sentence shape is then shared with the test sentences.
 - everyday_sentences(): 50 plain sentences written by hand (everyday_sentences.txt beside this file), never spoken
   in training; every word of them is in the lexicon (tests/scripts/test_open_text.py checks it).
+- everyday_dev_sentences(): 40 more, written apart from those (everyday_dev_sentences.txt): the development set on
+  which scripts/wav2vec2/tune_lm.py chooses the language model's weights, so that no test sentence chooses them.
 - tts_held_out_words(): the sentences the recognizer judges the TTS demo on (the TTS corpus's validation and test
   sentences, phrases/phrase.txt), which its training text must leave out; tts_corpus_sentences() the TTS corpus's
   sentences of one split.
@@ -35,6 +37,7 @@ _WORD = re.compile(r"[a-z]+('[a-z]+)?")
 _VOWEL = re.compile(r"[aeiouy]")  # without one eSpeak spells the word out ("hr", "tv")
 WORDS_PER_SEQUENCE = (4, 12)
 EVERYDAY_SENTENCES_FILE = Path(__file__).with_name("everyday_sentences.txt")
+EVERYDAY_DEV_SENTENCES_FILE = Path(__file__).with_name("everyday_dev_sentences.txt")
 ROOT = Path(__file__).resolve().parents[2]
 # The TTS demo's corpus (scripts/prepare_dataset.sh --synthetic: scripts/data/synthetic_corpus.py's defaults) and the
 # phrases its models are tried on.
@@ -75,9 +78,14 @@ def word_sequences(count: int, seed: int, exclude: set[str] = frozenset(),
 
 
 def everyday_sentences(path: Path = EVERYDAY_SENTENCES_FILE) -> list[tuple[str, str]]:
-    """(text for eSpeak, words) of the hand-written test sentences."""
+    """(text for eSpeak, words) of the hand-written test sentences (or of the file at `path`)."""
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(line, librispeech_words(line)) for line in lines]
+
+
+def everyday_dev_sentences() -> list[tuple[str, str]]:
+    """(text for eSpeak, words) of the hand-written development sentences."""
+    return everyday_sentences(EVERYDAY_DEV_SENTENCES_FILE)
 
 
 def tts_corpus_sentences(split: str) -> list[Sentence]:

@@ -81,6 +81,17 @@ def perturb(clause: str, rules: set[str], vowel_share: float, rng: random.Random
     return "".join(changed)
 
 
+def made_up_accent(words: str, rng: random.Random) -> str:
+    """eSpeak's phoneme input ([[...]] per clause) for `words` said with a made-up accent: a training accent's
+    transcription, changed by rules and vowel swaps drawn from rng."""
+    rules = {rule for rule in ("th_stopping", "th_fronting", "h_dropping", "non_rhotic")
+             if rng.random() < RULE_PROBABILITY}
+    vowel_share = rng.choice(VOWEL_SHARES)
+    clauses = [perturb(clause, rules, vowel_share, rng)
+               for clause in phoneme_clauses(words.lower(), rng.choice(OPEN_ACCENTS), mnemonics=True)]
+    return " ".join(f"[[{clause}]]" for clause in clauses)
+
+
 def held_out_variants() -> set[str]:
     return {voice.partition("+")[2] for voice in HELD_OUT_VOICES} - {""}
 
@@ -117,12 +128,7 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants
             if variants == "wide":
                 voice = f"{voice.partition('+')[0]}+{rng.choice(WIDE_VARIANTS)}"
             if accent:
-                rules = {rule for rule in ("th_stopping", "th_fronting", "h_dropping", "non_rhotic")
-                         if rng.random() < RULE_PROBABILITY}
-                vowel_share = rng.choice(VOWEL_SHARES)
-                clauses = [perturb(clause, rules, vowel_share, rng)
-                           for clause in phoneme_clauses(words.lower(), rng.choice(OPEN_ACCENTS), mnemonics=True)]
-                text = " ".join(f"[[{clause}]]" for clause in clauses)
+                text = made_up_accent(words, rng)
             else:
                 text = words.lower()
             try:

@@ -68,9 +68,10 @@ train_start=$(date +%s)
 train_seconds=$(( $(date +%s) - train_start ))
 checkpoint="$OUTPUT_DIR/checkpoint_wav2vec2_last.pt"
 # Each split twice: greedy CTC (the recognizer alone), and a CTC beam search with a word 2-gram language model of the
-# training transcripts and of the lexicon's words, each a sentence of its own (the test sentences are never in the
-# transcripts; their words are in the lexicon). `make demo` decodes with the same model and weights (scripts/demo.sh).
-"$PYTHON" -m scripts.wav2vec2.build_lm "$DATA_DIR/train.wrd" "$OUTPUT_DIR/lm_2gram.arpa" --order 2 --lexicon
+# training transcripts and of the lexicon's words, each a sentence of its own, mixed with English word pairs (the
+# test sentences are never in its text; their words are in the lexicon). `make demo` decodes with the same model and
+# weights (scripts/demo.sh).
+build_demo_lm "$DATA_DIR/train.wrd" "$OUTPUT_DIR/lm_2gram.arpa"
 set_lm_flags "$OUTPUT_DIR/lm_2gram.arpa"
 for split in test_sentences test_voice test_everyday test_everyday_voices; do
     "$PYTHON" inference.py -m wav2vec2 --cpu --checkpoint "$checkpoint" -i "$DATA_DIR/$split.tsv" \

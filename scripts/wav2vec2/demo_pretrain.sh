@@ -113,9 +113,9 @@ if runs 4; then
 fi
 if runs 5; then
     echo "== stage 5: transcribe the test splits with both recognizers; the report =="
-    # The language model knows only the labelled subset's transcripts (this demo has no other labels) and the
-    # lexicon's words, each a sentence of its own.
-    "$PYTHON" -m scripts.wav2vec2.build_lm "$DATA_DIR/$labelled.wrd" "$OUTPUT_DIR/lm_2gram.arpa" --order 2 --lexicon
+    # The language model knows only the labelled subset's transcripts (this demo has no other labels), the
+    # lexicon's words, each a sentence of its own, and English word pairs.
+    build_demo_lm "$DATA_DIR/$labelled.wrd" "$OUTPUT_DIR/lm_2gram.arpa"
     set_lm_flags "$OUTPUT_DIR/lm_2gram.arpa"
     for folder in finetune_pretrained finetune_random; do
         for manifest in "$DATA_DIR"/test*.tsv; do

@@ -48,9 +48,10 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         for decoded in (split, f"{split}_lm"):  # greedy, and the beam search with the 2-gram language model
             predictions = (output / decoded / "predictions.txt").read_text().splitlines()
             assert len(predictions) == size
-    # the language model knows the transcripts' words and each of the lexicon's 20,000
+    # the language model knows the transcripts' words and each of the lexicon's 20,000, and English word pairs
     arpa = (output / "lm_2gram.arpa").read_text()
     assert arpa.startswith("\n\\data\\\nngram 1=") and int(arpa.split("ngram 1=")[1].split()[0]) > 20000
+    assert int(arpa.split("ngram 2=")[1].split()[0]) > 200000 and "\tTHE RIVER\n" in arpa
 
     report = json.loads((output / "report.json").read_text())
     assert report["updates"] == 4 and report["checkpoint"] == str(output / "checkpoint_wav2vec2_last.pt")

@@ -70,9 +70,10 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
         for split, size in split_sizes.items():
             for decoded in (split, f"{split}_lm"):  # greedy, and the beam search with the language model
                 assert len((output / folder / decoded / "predictions.txt").read_text().splitlines()) == size
-    # the language model: the labelled subset's transcripts (no other labels) and the lexicon's 20,000 words
+    # the language model: the labelled subset's transcripts (no other labels), the lexicon's 20,000 words, English
     arpa = (output / "lm_2gram.arpa").read_text()
     assert int(arpa.split("ngram 1=")[1].split()[0]) > 20000
+    assert int(arpa.split("ngram 2=")[1].split()[0]) > 200000  # and English word pairs
     subset_words = {word for line in (data / "train_25pct.wrd").read_text().splitlines() for word in line.split()}
     other_words = {word for line in (data / "train.wrd").read_text().splitlines() for word in line.split()}
     unigrams = {line.split("\t")[1] for line in arpa.split("\\1-grams:")[1].split("\\2-grams:")[0].splitlines()

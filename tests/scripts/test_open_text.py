@@ -3,6 +3,7 @@ deterministic, its test sentences are never training text, and the sentences the
 (the TTS corpus's held-out sentences, phrases/phrase.txt) are left out of training; and eSpeak's pitch perturbation."""
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from pathlib import Path
 
@@ -14,8 +15,8 @@ import scripts.data.synthetic_corpus as synthetic_corpus
 from scripts.data.asr_corpus import (HELD_OUT_VOICES, OPEN_ACCENTS, OPEN_VARIANTS, build_asr_corpus, main,
                                      plan_open_utterances, plan_utterances)
 from scripts.data.espeak import synthesize
-from scripts.data.open_text import (LEXICON_SIZE, TTS_PHRASES, everyday_sentences, lexicon, tts_held_out_words,
-                                    word_sequences)
+from scripts.data.open_text import (LEXICON_SIZE, TTS_PHRASES, everyday_dev_sentences, everyday_sentences, lexicon,
+                                    tts_held_out_words, word_sequences)
 from scripts.intelligibility import reference_words
 
 
@@ -50,6 +51,18 @@ def test_every_word_of_the_everyday_sentences_can_be_trained_on():
     assert not missing, f"everyday words outside the lexicon: {missing}"
     assert sentences[0] == ("The river ran quietly past the old mill before dawn.",
                             "THE RIVER RAN QUIETLY PAST THE OLD MILL BEFORE DAWN")
+
+
+def test_the_development_sentences_are_apart_from_the_test_sentences():
+    """The sentences that choose the language model's weights (scripts/wav2vec2/tune_lm.py) can all be said with the
+    lexicon, and none is a test sentence or a near copy of one (difflib's ratio, 0 to 1: 0.62 and above reads as a
+    rewording of the same sentence)."""
+    development, test = everyday_dev_sentences(), everyday_sentences()
+    assert len(development) == 40 == len({words for _, words in development})
+    known = {word.upper() for word in lexicon()}
+    assert not sorted({word for _, words in development for word in words.split()} - known)
+    closest = max(difflib.SequenceMatcher(None, dev, sentence).ratio() for dev, _ in development for sentence, _ in test)
+    assert closest < 0.62
 
 
 def silent_synthesize(text, voice="en-us", words_per_minute=175, pitch=None, phoneme_input=False):

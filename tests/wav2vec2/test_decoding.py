@@ -139,6 +139,61 @@ def test_lexicon_words_join_the_vocabulary_as_sentences_of_their_own(tmp_path):
     assert ("THE", "CAT") in with_lexicon.log10_probs[1]
 
 
+def symspell_table(name: str) -> dict[str, int]:
+    """One of symspellpy's tables: count by line (a word, or two joined by a space; lower case)."""
+    from importlib.resources import files
+
+    lines = files("symspellpy").joinpath(name).read_text(encoding="utf-8").splitlines()
+    return {" ".join(fields[:-1]): int(fields[-1]) for fields in (line.split() for line in lines)}
+
+
+def test_english_word_pairs_mix_into_the_model_by_their_weight(tmp_path):
+    corpus = tmp_path / "train.wrd"
+    corpus.write_text("THE RIVER SAT\nTHE CAT RAN\nA DOG RAN ON THE MAT\nZORBLAT RAN\n")
+    text_only = build_lm([str(corpus), str(tmp_path / "text.arpa"), "--order", "2"])
+    mixed = build_lm([str(corpus), str(tmp_path / "mixed.arpa"), "--order", "2", "--english-weight", "0.9"])
+    probabilities, backoffs, _ = read_arpa(tmp_path / "mixed.arpa")
+    predicted = [ngram[0] for ngram in probabilities if len(ngram) == 1 and ngram != ("<s>",)]
+    assert sorted(predicted) == sorted(ngram[0] for ngram in text_only.log10_probs[0] if ngram != ("<s>",))
+    for context in [(), ("<s>",), ("THE",), ("RIVER",), ("ZORBLAT",), ("ON",)]:
+        total = sum(10 ** arpa_log10_prob(probabilities, backoffs, context, word) for word in predicted)
+        assert total == pytest.approx(1.0, abs=1e-5), context
+    # By hand from the tables, over the vocabulary both know (ZORBLAT is in neither): a pair the table lists gives up
+    # the table's smallest count; a context's size is its listed pairs' total; a unigram is its share of the words.
+    vocabulary = {"the", "river", "sat", "cat", "ran", "a", "dog", "on", "mat"}
+    word_counts = {word: count for word, count in symspell_table("frequency_dictionary_en_82_765.txt").items()
+                   if word in vocabulary}
+    pair_table = symspell_table("frequency_bigramdictionary_en_243_342.txt")
+    smallest = min(pair_table.values())
+    assert set(word_counts) == vocabulary and smallest == 6_400_000
+    for first, second in (("THE", "RIVER"), ("ON", "THE")):
+        followers = {pair: count for pair, count in pair_table.items()
+                     if pair.split()[0] == first.lower() and pair.split()[1] in vocabulary}
+        english = (followers[f"{first} {second}".lower()] - smallest) / sum(followers.values())
+        expected = 0.1 * 10 ** text_only.log10_prob((first,), second) + 0.9 * english
+        assert 10 ** mixed.log10_prob((first,), second) == pytest.approx(expected, rel=1e-4)
+    english_cat = word_counts["cat"] / sum(word_counts.values())
+    assert 10 ** mixed.log10_prob((), "CAT") == pytest.approx(
+        0.1 * 10 ** text_only.log10_prob((), "CAT") + 0.9 * english_cat, rel=1e-4)
+    # English knows "the cat" better than "the mat", which the text saw as often; it never ends a sentence.
+    assert mixed.log10_prob(("THE",), "CAT") > mixed.log10_prob(("THE",), "MAT")
+    assert text_only.log10_prob(("THE",), "CAT") == pytest.approx(text_only.log10_prob(("THE",), "MAT"))
+    assert 10 ** mixed.log10_prob(("RAN",), "</s>") == pytest.approx(
+        0.1 * 10 ** text_only.log10_prob(("RAN",), "</s>"), rel=1e-4)
+    reader, ours, context = kenlm.Model(str(tmp_path / "mixed.arpa")), 0.0, ("<s>",)
+    for word in "THE DOG RAN ON THE RIVER".split() + ["</s>"]:
+        ours += mixed.log10_prob(context, word)
+        context = (word,)
+    assert reader.score("THE DOG RAN ON THE RIVER", bos=True, eos=True) == pytest.approx(ours, abs=1e-4)
+
+
+@pytest.mark.parametrize("weight", ["1", "-0.1", "1.5"])
+def test_the_english_weight_must_leave_the_text_a_share(tmp_path, weight):
+    (tmp_path / "train.wrd").write_text("THE CAT\n")
+    with pytest.raises(UserError, match=f"--english-weight must be at least 0 and below 1, got {float(weight)}"):
+        build_lm([str(tmp_path / "train.wrd"), str(tmp_path / "lm.arpa"), "--english-weight", weight])
+
+
 def test_build_lm_mistakes_are_user_errors(tmp_path):
     with pytest.raises(UserError, match="TEXT not found: .*missing.wrd"):
         build_lm([str(tmp_path / "missing.wrd"), str(tmp_path / "lm.arpa")])

@@ -225,7 +225,8 @@ def interpolate(text_model: BackoffModel, english: EnglishBigrams, english_weigh
     return mixed
 
 
-def read_sentences(path: Path) -> list[list[str]]:
+def read_sentences(path: Path, with_lexicon: bool = False) -> list[list[str]]:
+    """The text's sentences (lists of words); with_lexicon: then each lexicon word, upper case, as one more."""
     if not path.is_file():
         raise UserFileNotFoundError(f"TEXT not found: {path}")
     sentences = [line.split() for line in path.read_text(encoding="utf-8").splitlines() if line.split()]
@@ -234,6 +235,10 @@ def read_sentences(path: Path) -> list[list[str]]:
     reserved = {BEGIN, END, UNKNOWN} & {word for words in sentences for word in words}
     if reserved:
         raise UserError(f"{path} holds {', '.join(sorted(reserved))}, which the model reserves")
+    if with_lexicon:
+        from scripts.data.open_text import lexicon
+
+        sentences += [[word.upper()] for word in lexicon()]
     return sentences
 
 
@@ -249,19 +254,23 @@ def main(argv: list[str] | None = None) -> BackoffModel:
                              "below 1 (default 0: the text alone)")
     args = parser.parse_args(argv)
     check_english_weight(args.english_weight)
-    sentences = read_sentences(Path(args.text))
-    if args.lexicon:
-        from scripts.data.open_text import lexicon
-
-        sentences += [[word.upper()] for word in lexicon()]
+    sentences = read_sentences(Path(args.text), args.lexicon)
     model = WittenBellModel(sentences, args.order)
     if args.english_weight:
-        vocabulary = {ngram[0] for ngram in model.log10_probs[0]} - {BEGIN, END, UNKNOWN}
-        model = interpolate(model, EnglishBigrams(vocabulary), args.english_weight)
-    model.write_arpa(Path(args.output))
-    sizes = ", ".join(f"{len(level)} {n}-grams" for n, level in enumerate(model.log10_probs, 1))
-    print(f"{args.output}: {sizes} from {len(sentences)} sentences")
+        model = interpolate(model, EnglishBigrams(vocabulary(model)), args.english_weight)
+    write_model(model, Path(args.output), f"from {len(sentences)} sentences")
     return model
+
+
+def vocabulary(model: BackoffModel) -> set[str]:
+    """The words a model predicts, less its markers."""
+    return {ngram[0] for ngram in model.log10_probs[0]} - {BEGIN, END, UNKNOWN}
+
+
+def write_model(model: BackoffModel, path: Path, source: str) -> None:
+    model.write_arpa(path)
+    sizes = ", ".join(f"{len(level)} {n}-grams" for n, level in enumerate(model.log10_probs, 1))
+    print(f"{path}: {sizes} {source}")
 
 
 if __name__ == "__main__":

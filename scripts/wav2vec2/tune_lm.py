@@ -30,7 +30,8 @@ from scripts.data.asr_corpus import OPEN_ACCENTS, OPEN_VARIANTS, RATES, SAMPLING
 from scripts.data.open_text import everyday_dev_sentences
 from scripts.data.synthetic_corpus import speak_to_wav
 from scripts.wav2vec2.accent_perturbed_corpus import WIDE_VARIANTS, made_up_accent
-from scripts.wav2vec2.build_lm import main as build_lm
+from scripts.wav2vec2.build_lm import (EnglishBigrams, WittenBellModel, check_english_weight, interpolate,
+                                       read_sentences, vocabulary, write_model)
 from wav2vec2.decoding import DEFAULT_BEAM_SIZE, BeamSearchDecoder, error_counts, error_rates
 
 RENDITIONS = ("plain", "accent")
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.num_sentences is not None and args.num_sentences < 1:
         raise UserError(f"--num-sentences must be at least 1, got {args.num_sentences}")
+    for english_weight in args.english_weights:
+        check_english_weight(english_weight)
     text = Path(args.data) / "train.wrd"
     if not text.is_file():
         raise UserFileNotFoundError(f"--data: {text} not found (a corpus of scripts/data/asr_corpus.py)")
@@ -102,14 +105,16 @@ def main(argv: list[str] | None = None) -> dict:
         log_probs[rendition] = [torch.from_numpy(row) for row in rows]
         references[rendition] = [words for _, words in pairs]
         greedy[rendition] = error_rates(error_counts(references[rendition], texts))
+    # The text's model and the English tables once; each weight only mixes them again.
+    text_model = WittenBellModel(read_sentences(text, with_lexicon=True), order=2)
+    english = EnglishBigrams(vocabulary(text_model))
     results = []
     for english_weight in args.english_weights:
         arpa = output / f"lm_english{english_weight:g}.arpa"
-        build_lm([str(text), str(arpa), "--order", "2", "--lexicon", "--english-weight", str(english_weight)])
+        mixed = interpolate(text_model, english, english_weight) if english_weight else text_model
+        write_model(mixed, arpa, f"(English weight {english_weight:g})")
         results += grid_results(log_probs, references, recognizer.dictionary, arpa, english_weight,
                                 args.lm_weights, args.word_scores, args.beam_size)
-    if not results:
-        raise UserError("no setting to try")
     best = min(results, key=lambda row: row["both"]["cer"])
     print(f"greedy: CER plain {greedy['plain']['cer']:.2f} %, made-up accent {greedy['accent']['cer']:.2f} %")
     print("english weight | lm weight | word score | CER plain | CER made-up accent | CER both | WER both")

@@ -22,19 +22,24 @@ ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
 EPOCHS=${EPOCHS:-40}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
+case "$OPEN_SEQUENCES" in ''|*[!0-9]*) echo "error: OPEN_SEQUENCES must be a whole number, got '$OPEN_SEQUENCES'" >&2
+    exit 2 ;; esac
 
 start=$(date +%s)
 if [ ! -f "$DATA_DIR/metadata.csv" ]; then
     bash scripts/prepare_dataset.sh --synthetic --data-dir "$DATA_DIR" --filelists-dir "$FILELISTS"
 fi
-if [ ! -f "$FILELISTS/synthetic_audio_text_train_open.txt" ]; then
+# Added unless the training filelist already holds OPEN_SEQUENCES of them (a corpus from an earlier demo with another
+# count gets the sequences again: the same seed speaks the first ones to the same bytes).
+training="$FILELISTS/synthetic_audio_text_train_open.txt"
+if [ ! -f "$training" ] || [ "$(grep -c '^wavs/OPEN-' "$training")" != "$OPEN_SEQUENCES" ]; then
     "$PYTHON" -m scripts.data.tts_open_sequences --corpus "$DATA_DIR" --filelists-dir "$FILELISTS" \
         --count "$OPEN_SEQUENCES"
 fi
 # The sampler drops the last partial batch: 56 updates an epoch of the 900 training lines.
-updates=$(( EPOCHS * ($(grep -c . "$FILELISTS/synthetic_audio_text_train_open.txt") / 16) ))
+updates=$(( EPOCHS * ($(grep -c . "$training") / 16) ))
 "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
-    --training-files "$FILELISTS/synthetic_audio_text_train_open.txt" \
+    --training-files "$training" \
     --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$EPOCHS" \
     --hold-updates $(( updates * 3 / 4 )) --decay-updates $(( updates / 4 )) --resume-from-last "$@"
 checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"

@@ -62,13 +62,25 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
     assert "; with the language model CER" in completed.stdout
 
-    # no recognizer: the demo still ends well and says how to get one (the finished training is not redone)
-    completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt")
+    # no recognizer: the demo still ends well and says how to get one (the finished training is not redone); and a
+    # corpus made with another OPEN_SEQUENCES gets them again, the first ones spoken to the same bytes
+    first_sequence = (corpus / "wavs" / "OPEN-0001.wav").read_bytes()
+    completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt", OPEN_SEQUENCES="3")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "make demo-asr" in completed.stdout and "not measured" in completed.stdout
+    training = (corpus / "filelists" / "synthetic_audio_text_train_open.txt").read_text().splitlines()
+    assert [line.split("|")[0] for line in training if line.startswith("wavs/OPEN-")] == [
+        "wavs/OPEN-0001.wav", "wavs/OPEN-0002.wav", "wavs/OPEN-0003.wav"]
+    assert (corpus / "wavs" / "OPEN-0001.wav").read_bytes() == first_sequence
 
 
 def test_epochs_must_be_a_whole_number(tmp_path):
     completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", EPOCHS="forty")
     assert completed.returncode == 2 and not (tmp_path / "corpus").exists()
     assert completed.stderr.strip() == "error: EPOCHS must be a positive whole number, got 'forty'"
+
+
+def test_open_sequences_must_be_a_whole_number(tmp_path):
+    completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", OPEN_SEQUENCES="many")
+    assert completed.returncode == 2 and not (tmp_path / "corpus").exists()
+    assert completed.stderr.strip() == "error: OPEN_SEQUENCES must be a whole number, got 'many'"

@@ -11,6 +11,8 @@
 #     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
 #     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
 #     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
+# A rerun in the same OUTPUT_DIR resumes its training (--resume-from-last), and a finished one is only synthesized
+# and scored again: use a fresh OUTPUT_DIR for a run with other EPOCHS, OPEN_SEQUENCES or flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/project_python.sh

@@ -33,15 +33,15 @@ if [ ! -f "$DATA_DIR/metadata.csv" ]; then
 fi
 # Added unless the training filelist already holds OPEN_SEQUENCES of them (a corpus from an earlier demo with another
 # count gets the sequences again: the same seed speaks the first ones to the same bytes).
-training="$FILELISTS/synthetic_audio_text_train_open.txt"
-if [ ! -f "$training" ] || [ "$(grep -c '^wavs/OPEN-' "$training")" != "$OPEN_SEQUENCES" ]; then
+training_filelist="$FILELISTS/synthetic_audio_text_train_open.txt"
+if [ ! -f "$training_filelist" ] || [ "$(grep -c '^wavs/OPEN-' "$training_filelist")" != "$OPEN_SEQUENCES" ]; then
     "$PYTHON" -m scripts.data.tts_open_sequences --corpus "$DATA_DIR" --filelists-dir "$FILELISTS" \
         --count "$OPEN_SEQUENCES"
 fi
 # The sampler drops the last partial batch: 56 updates an epoch of the 900 training lines.
-updates=$(( EPOCHS * ($(grep -c . "$training") / 16) ))
+updates=$(( EPOCHS * ($(grep -c . "$training_filelist") / 16) ))
 "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
-    --training-files "$training" \
+    --training-files "$training_filelist" \
     --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$EPOCHS" \
     --hold-updates $(( updates * 3 / 4 )) --decay-updates $(( updates / 4 )) --resume-from-last "$@"
 checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"

@@ -75,11 +75,12 @@ def add_language_model_args(parser: argparse.ArgumentParser) -> None:
 def language_model_decoder(args: argparse.Namespace, recognizer: Recognizer) -> BeamSearchDecoder | None:
     """The --lm beam search, or None without --lm (whose weights alone would silently do nothing: an error)."""
     if args.lm is None:
-        for flag in ("--lm-weight", "--word-score", "--beam-size"):
+        for flag in ("--lm-weight", "--word-score", "--beam-size", "--min-letter-log-prob"):
             if getattr(args, flag[2:].replace("-", "_")) is not None:
                 raise UserError(f"{flag} is for decoding with a language model: give the model with --lm ARPA")
         return None
-    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score)
+    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score,
+                                  args.min_letter_log_prob)
 
 
 def reference_words(text: str) -> str:

@@ -23,6 +23,10 @@ from wav2vec2.dictionary import Dictionary, SPECIAL_SYMBOLS, WORD_BOUNDARY
 DEFAULT_BEAM_SIZE = 100  # pyctcdecode's defaults (its beam width, alpha and beta)
 DEFAULT_LM_WEIGHT = 0.5
 DEFAULT_WORD_SCORE = 1.5
+# A frame's letters less likely than this (natural log) are not tried as the beam's next letter, the frame's best
+# always is (pyctcdecode's token_min_logp, whose default is -5). Lower lets the language model insert a word boundary
+# the recognizer heard only faintly, as between run-together words; wav2vec2/RESULTS.md measures it.
+DEFAULT_MIN_LETTER_LOG_PROB = -5.0
 
 
 def greedy_ctc_decode(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None) -> list[list[int]]:
@@ -92,9 +96,12 @@ class BeamSearchDecoder:
     ARPA file. Without a model and with beam_size 1 it keeps the best label per frame, as greedy decoding does."""
 
     def __init__(self, dictionary: Dictionary, beam_size: int, lm_path: str | Path | None = None,
-                 lm_weight: float = DEFAULT_LM_WEIGHT, word_score: float = DEFAULT_WORD_SCORE):
+                 lm_weight: float = DEFAULT_LM_WEIGHT, word_score: float = DEFAULT_WORD_SCORE,
+                 min_letter_log_prob: float = DEFAULT_MIN_LETTER_LOG_PROB):
         if beam_size < 1:
             raise UserError(f"--beam-size must be at least 1, got {beam_size}")
+        if not min_letter_log_prob < 0:
+            raise UserError(f"--min-letter-log-prob must be below 0 (a natural log), got {min_letter_log_prob}")
         if lm_path is not None and not Path(lm_path).is_file():
             raise UserFileNotFoundError(f"--lm: language model not found: {lm_path}")
         # pyctcdecode warns at import when kenlm is missing, and logs its alphabet choices: not for our users.
@@ -110,6 +117,7 @@ class BeamSearchDecoder:
             except ImportError as error:
                 raise UserError("--lm needs kenlm's Python module: pip install kenlm") from error
         self.beam_size = beam_size
+        self.min_letter_log_prob = min_letter_log_prob
         if lm_path is None:
             self.decoder = build_ctcdecoder(self.labels(dictionary))
             return
@@ -132,11 +140,13 @@ class BeamSearchDecoder:
         does), so a frame's best label is the same here as greedy's."""
         specials = len(SPECIAL_SYMBOLS)
         columns = torch.cat([log_probs[:, :specials].max(-1, keepdim=True).values, log_probs[:, specials:]], -1)
-        return " ".join(self.decoder.decode(columns.numpy(), beam_width=self.beam_size).split())
+        return " ".join(self.decoder.decode(columns.numpy(), beam_width=self.beam_size,
+                                            token_min_logp=self.min_letter_log_prob).split())
 
 
 def add_beam_search_args(group: argparse._ArgumentGroup, beam_size_help: str, lm_help: str) -> None:
-    """--beam-size, --lm, --lm-weight and --word-score, each None when left out (beam_search_from_flags)."""
+    """--beam-size, --lm, --lm-weight, --word-score and --min-letter-log-prob, each None when left out
+    (beam_search_from_flags)."""
     group.add_argument("--beam-size", type=int, default=None,
                        help=f"{beam_size_help}: hypotheses kept per frame (default {DEFAULT_BEAM_SIZE})")
     group.add_argument("--lm", default=None, metavar="ARPA", help=lm_help)
@@ -144,14 +154,21 @@ def add_beam_search_args(group: argparse._ArgumentGroup, beam_size_help: str, lm
                        help=f"--lm: the language model's weight (default {DEFAULT_LM_WEIGHT})")
     group.add_argument("--word-score", type=float, default=None,
                        help=f"--lm: a score added per word, against deletions (default {DEFAULT_WORD_SCORE})")
+    group.add_argument("--min-letter-log-prob", type=float, default=None,
+                       help=f"{beam_size_help}: a frame's letters below this log-probability (natural log) are not "
+                            f"tried, its best always is (default {DEFAULT_MIN_LETTER_LOG_PROB:g}; lower lets the "
+                            f"language model split run-together words, and is slower)")
 
 
 def beam_search_from_flags(dictionary: Dictionary, beam_size: int | None, lm_path: str | Path | None,
-                           lm_weight: float | None, word_score: float | None) -> BeamSearchDecoder:
-    """The beam search of --beam-size, --lm, --lm-weight and --word-score, each left out (None) at its default."""
+                           lm_weight: float | None, word_score: float | None,
+                           min_letter_log_prob: float | None = None) -> BeamSearchDecoder:
+    """The beam search of --beam-size, --lm, --lm-weight, --word-score and --min-letter-log-prob, each left out (None)
+    at its default."""
     return BeamSearchDecoder(dictionary, DEFAULT_BEAM_SIZE if beam_size is None else beam_size, lm_path,
                              DEFAULT_LM_WEIGHT if lm_weight is None else lm_weight,
-                             DEFAULT_WORD_SCORE if word_score is None else word_score)
+                             DEFAULT_WORD_SCORE if word_score is None else word_score,
+                             DEFAULT_MIN_LETTER_LOG_PROB if min_letter_log_prob is None else min_letter_log_prob)
 
 
 def transcripts(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, dictionary: Dictionary,

@@ -71,7 +71,7 @@ def check_decoder_args(args: argparse.Namespace) -> None:
     """The beam search's flags need --decoder beam, and the language model's need --lm: one given without the
     other would silently do nothing."""
     if args.decoder != "beam":
-        for flag in ("--beam-size", "--lm", "--lm-weight", "--word-score"):
+        for flag in ("--beam-size", "--lm", "--lm-weight", "--word-score", "--min-letter-log-prob"):
             if getattr(args, flag[2:].replace("-", "_")) is not None:
                 raise UserError(f"{flag} is for the beam search decoder: add --decoder beam")
     elif args.lm is None:
@@ -86,7 +86,8 @@ def decoder_from_args(args: argparse.Namespace, recognizer: Recognizer) -> BeamS
     """None for greedy decoding (transcripts' default)."""
     if args.decoder == "greedy":
         return None
-    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score)
+    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score,
+                                  args.min_letter_log_prob)
 
 
 # NVIDIA's inference.py names for this part's flags (each also read in its dashed spelling); --data and

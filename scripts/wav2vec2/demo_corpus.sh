@@ -60,14 +60,15 @@ ensure_accent_copy() {
 # and each lexicon word as a sentence of its own, mixed with Google Books' English word pairs at weight 0.5
 # (scripts/wav2vec2/build_lm.py). set_lm_flags ARPA [BEAM]: LM_FLAGS, the flags of decoding with it (the beam
 # search's, less --decoder beam), as make demo-asr decodes beside greedy decoding and make demo's judge too. The
-# English weight, the model's weight 0.75 and word score 3 did best on development sentences that no test holds
-# (scripts/wav2vec2/tune_lm.py; wav2vec2/RESULTS.md). BEAM (default: the beam search's 100) hypotheses are kept;
+# English weight, the model's weight 0.75, word score 3 and letters down to a log-probability of -6.5 tried in each
+# frame did best on development sentences that no test holds (scripts/wav2vec2/tune_lm.py; wav2vec2/RESULTS.md).
+# BEAM (default: the beam search's 100) hypotheses are kept;
 # QUICK=1 keeps 8, since a tiny model's near-uniform letters make a beam of 100 over the lexicon take a minute a run.
 build_demo_lm() {
     "$PYTHON" -m scripts.wav2vec2.build_lm "$1" "$2" --order 2 --lexicon --english-weight 0.5
 }
 set_lm_flags() {
-    LM_FLAGS=(--lm "$1" --lm-weight 0.75 --word-score 3.0)
+    LM_FLAGS=(--lm "$1" --lm-weight 0.75 --word-score 3.0 --min-letter-log-prob -6.5)
     local beam=${2:-}
     if [ -z "$beam" ] && [ "${QUICK:-0}" = 1 ]; then beam=8; fi
     if [ -n "$beam" ]; then LM_FLAGS+=(--beam-size "$beam"); fi

@@ -2,7 +2,7 @@
 
     python -m scripts.wav2vec2.tune_lm --checkpoint output/demo_asr/checkpoint_wav2vec2_last.pt --data data/asr \
         -o output/tune_lm [--english-weights 0 0.25 0.5 0.75 0.9] [--lm-weights 0.5 0.75 1] [--word-scores 1.5 3 4.5] \
-        [--beam-size 100] [--seed 1234] [--num-sentences N]
+        [--min-letter-log-probs -5] [--beam-size 100] [--seed 1234] [--num-sentences N]
 
 1. The development set, unless OUTPUT/dev holds it: the 40 hand-written sentences of
    scripts/data/everyday_dev_sentences.txt (none of them a test sentence: tests/scripts/test_open_text.py), each
@@ -12,8 +12,9 @@
    recognizer never heard without using the held-out voices themselves.
 2. The recognizer's CTC log-probabilities of those 80 utterances, once.
 3. For each English weight, the language model `make demo-asr` builds from DATA/train.wrd and the lexicon
-   (scripts/wav2vec2/build_lm.py --order 2 --lexicon --english-weight W); for each word score and language model
-   weight, the beam search of both renditions. CER and WER per rendition.
+   (scripts/wav2vec2/build_lm.py --order 2 --lexicon --english-weight W); for each word score, language model
+   weight and least log-probability of a letter the beam tries, the beam search of both renditions. CER and WER per
+   rendition.
 It prints one line per setting, the best (the lowest CER over both renditions) marked, and writes OUTPUT/tune_lm.json.
 """
 from __future__ import annotations
@@ -32,7 +33,8 @@ from scripts.data.synthetic_corpus import speak_to_wav
 from scripts.wav2vec2.accent_perturbed_corpus import WIDE_VARIANTS, made_up_accent
 from scripts.wav2vec2.build_lm import (EnglishBigrams, WittenBellModel, check_english_weight, interpolate,
                                        read_sentences, vocabulary, write_model)
-from wav2vec2.decoding import DEFAULT_BEAM_SIZE, BeamSearchDecoder, error_counts, error_rates
+from wav2vec2.decoding import (DEFAULT_BEAM_SIZE, DEFAULT_MIN_LETTER_LOG_PROB, BeamSearchDecoder, error_counts,
+                               error_rates)
 
 RENDITIONS = ("plain", "accent")
 
@@ -59,11 +61,12 @@ def speak_development_set(folder: Path, seed: int, count: int | None = None) -> 
 
 def grid_results(log_probs: dict[str, list[torch.Tensor]], references: dict[str, list[str]], dictionary,
                  arpa: Path, english_weight: float, lm_weights: list[float], word_scores: list[float],
-                 beam_size: int) -> list[dict]:
+                 min_letter_log_probs: list[float], beam_size: int) -> list[dict]:
     rows = []
-    for lm_weight, word_score in itertools.product(lm_weights, word_scores):
-        decoder = BeamSearchDecoder(dictionary, beam_size, arpa, lm_weight, word_score)
-        row = {"english_weight": english_weight, "lm_weight": lm_weight, "word_score": word_score}
+    for lm_weight, word_score, min_letter_log_prob in itertools.product(lm_weights, word_scores, min_letter_log_probs):
+        decoder = BeamSearchDecoder(dictionary, beam_size, arpa, lm_weight, word_score, min_letter_log_prob)
+        row = {"english_weight": english_weight, "lm_weight": lm_weight, "word_score": word_score,
+               "min_letter_log_prob": min_letter_log_prob}
         totals = dict.fromkeys(("word_errors", "words", "char_errors", "chars"), 0.0)
         for rendition in RENDITIONS:
             sums = error_counts(references[rendition], [decoder(utterance) for utterance in log_probs[rendition]])
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--english-weights", type=float, nargs="+", default=[0.0, 0.25, 0.5, 0.75, 0.9])
     parser.add_argument("--word-scores", type=float, nargs="+", default=[1.5, 3.0, 4.5])
     parser.add_argument("--lm-weights", type=float, nargs="+", default=[0.5, 0.75, 1.0])
+    parser.add_argument("--min-letter-log-probs", type=float, nargs="+", default=[DEFAULT_MIN_LETTER_LOG_PROB],
+                        help="the beam search's --min-letter-log-prob values to try")
     parser.add_argument("--beam-size", type=int, default=DEFAULT_BEAM_SIZE)
     parser.add_argument("--seed", type=int, default=1234, help="which voices and accents say the sentences")
     parser.add_argument("--num-sentences", type=int, default=None, help="only the first N sentences (default all 40)")
@@ -114,13 +119,15 @@ def main(argv: list[str] | None = None) -> dict:
         mixed = interpolate(text_model, english, english_weight) if english_weight else text_model
         write_model(mixed, arpa, f"(English weight {english_weight:g})")
         results += grid_results(log_probs, references, recognizer.dictionary, arpa, english_weight,
-                                args.lm_weights, args.word_scores, args.beam_size)
+                                args.lm_weights, args.word_scores, args.min_letter_log_probs, args.beam_size)
     best = min(results, key=lambda row: row["both"]["cer"])
     print(f"greedy: CER plain {greedy['plain']['cer']:.2f} %, made-up accent {greedy['accent']['cer']:.2f} %")
-    print("english weight | lm weight | word score | CER plain | CER made-up accent | CER both | WER both")
+    print("english weight | lm weight | word score | min letter log-prob | CER plain | CER made-up accent | CER both "
+          "| WER both")
     for row in results:
         mark = "  <- best" if row is best else ""
         print(f"{row['english_weight']:g} | {row['lm_weight']:g} | {row['word_score']:g} | "
+              f"{row['min_letter_log_prob']:g} | "
               f"{row['plain']['cer']:.2f} | {row['accent']['cer']:.2f} | {row['both']['cer']:.2f} | "
               f"{row['both']['wer']:.2f}{mark}")
     report = {"checkpoint": args.checkpoint, "greedy": greedy, "results": results, "best": best}

@@ -112,6 +112,9 @@ def test_with_a_language_model_both_decodings_are_scored_as_inference_py_decodes
     with pytest.raises(UserError, match="--word-score is for decoding with a language model: give the model with --lm"):
         intelligibility.main(["--asr", str(recognizer_checkpoint), "--wavs", str(wavs), "--texts", str(texts),
                               "--cpu", "--word-score", "2.0"])
+    with pytest.raises(UserError, match="--min-letter-log-prob is for decoding with a language model"):
+        intelligibility.main(["--asr", str(recognizer_checkpoint), "--wavs", str(wavs), "--texts", str(texts),
+                              "--cpu", "--min-letter-log-prob", "-8"])
 
 
 def test_wavs_and_lines_must_match_and_mistakes_name_the_file(tmp_path):

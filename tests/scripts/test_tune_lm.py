@@ -16,15 +16,16 @@ def test_the_grid_is_decoded_on_both_renditions_and_the_best_is_named(recognizer
                                                                       tmp_path, capsys):
     flags = ["--checkpoint", str(recognizer_checkpoint), "--data", str(synthetic_asr_corpus.directory),
              "-o", str(tmp_path), "--num-sentences", "2", "--english-weights", "0", "0.5", "--lm-weights", "0.5",
-             "--word-scores", "1", "3", "--beam-size", "4"]
+             "--word-scores", "1", "3", "--min-letter-log-probs", "-5", "-8", "--beam-size", "4"]
     report = tune_lm(flags)
     wavs = {rendition: sorted((tmp_path / "dev" / rendition).glob("*.wav")) for rendition in ("plain", "accent")}
     assert [path.name for path in wavs["plain"]] == [path.name for path in wavs["accent"]] == ["01.wav", "02.wav"]
     plain, _ = soundfile.read(wavs["plain"][0])
     accented, _ = soundfile.read(wavs["accent"][0])
     assert len(plain) != len(accented) or not np.allclose(plain, accented)  # another voice, and a made-up accent
-    settings = [(row["english_weight"], row["lm_weight"], row["word_score"]) for row in report["results"]]
-    assert settings == [(0.0, 0.5, 1.0), (0.0, 0.5, 3.0), (0.5, 0.5, 1.0), (0.5, 0.5, 3.0)]
+    settings = [(row["english_weight"], row["word_score"], row["min_letter_log_prob"]) for row in report["results"]]
+    assert settings == [(english, score, least) for english in (0.0, 0.5) for score in (1.0, 3.0) for least in (-5, -8)]
+    assert {row["lm_weight"] for row in report["results"]} == {0.5}
     assert report["best"] == min(report["results"], key=lambda row: row["both"]["cer"])
     for row in report["results"]:
         assert {"plain", "accent", "both"} <= set(row) and 0 <= row["both"]["cer"]

@@ -59,6 +59,28 @@ def test_a_language_model_that_favours_a_word_changes_a_close_decision(tmp_path)
     assert transcripts(log_probs, None, LETTERS, weightless) == ["BA AC"]
 
 
+def test_a_lower_least_letter_log_probability_lets_the_model_place_a_faint_word_boundary(tmp_path):
+    corpus = tmp_path / "text.wrd"
+    corpus.write_text("AB C\n" * 5 + "CA\n")
+    build_lm([str(corpus), str(tmp_path / "lm.arpa"), "--order", "2"])
+    # "AB", a frame of blank whose word boundary has probability 0.0025 (log -6), then "C": heard as one word.
+    log_probs = frames({"A": 0.9}, {"B": 0.9}, {"<s>": 0.99, "|": 0.0025}, {"C": 0.9})
+    assert transcripts(log_probs, None, LETTERS) == ["ABC"]
+
+    def decoded(min_letter_log_prob: float, lm_path: Path | None = tmp_path / "lm.arpa") -> str:
+        decoder = BeamSearchDecoder(LETTERS, beam_size=8, lm_path=lm_path, min_letter_log_prob=min_letter_log_prob)
+        return transcripts(log_probs, None, LETTERS, decoder)[0]
+
+    assert decoded(-5.0) != "AB C"  # pyctcdecode's default: the boundary is never tried
+    assert decoded(-6.5) == "AB C"  # tried, and the language model knows the words "AB" and "C"
+    assert decoded(-6.5, lm_path=None) == "ABC"  # without a model nothing favours the faint boundary
+
+
+def test_a_least_letter_log_probability_of_zero_or_more_is_refused():
+    with pytest.raises(UserError, match=r"--min-letter-log-prob must be below 0 \(a natural log\), got 0.5"):
+        BeamSearchDecoder(LETTERS, beam_size=4, min_letter_log_prob=0.5)
+
+
 def read_arpa(path: Path) -> tuple[dict, dict, list[int]]:
     """An ARPA file's log10 probabilities and backoff weights by n-gram, and its header's counts, checked as read."""
     probabilities, backoffs, declared, order = {}, {}, [], 0
@@ -242,6 +264,8 @@ def test_decoder_flag_mistakes_are_one_error_line(synthetic_asr_corpus, tmp_path
 
     assert refused("--lm", "lm.arpa") == "--lm is for the beam search decoder: add --decoder beam"
     assert refused("--beam-size", "4") == "--beam-size is for the beam search decoder: add --decoder beam"
+    assert refused("--min-letter-log-prob", "-8") == (
+        "--min-letter-log-prob is for the beam search decoder: add --decoder beam")
     assert refused("--decoder", "beam", "--lm-weight", "2").startswith("--lm-weight weighs the language model's")
     assert refused("--decoder", "beam", "--lm", str(tmp_path / "missing.arpa")) == (
         f"--lm: language model not found: {tmp_path / 'missing.arpa'}")

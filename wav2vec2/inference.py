@@ -220,7 +220,8 @@ def run(args: argparse.Namespace) -> None:
     logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
                        "device": str(device), "precision": str(dtype).replace("torch.", ""),
                        "utterances": len(utterances), "decoder": args.decoder,
-                       **({} if decoder is None else {"beam_size": decoder.beam_size}),
+                       **({} if decoder is None else {"beam_size": decoder.beam_size,
+                                                      "min_letter_log_prob": decoder.min_letter_log_prob}),
                        **({} if args.lm is None else {"lm": args.lm})})
 
     predictions: dict[int, str] = {}

@@ -251,6 +251,7 @@ def test_a_beam_search_with_a_language_model_end_to_end(recognizer_checkpoint, s
     records = read_dllogger_file(tmp_path / "lm" / "nvlog.json")
     parameters = [r["data"] for r in records if r["step"] == "PARAMETER"][0]
     assert parameters["decoder"] == "beam" and parameters["beam_size"] == 4
+    assert parameters["min_letter_log_prob"] == -5.0  # pyctcdecode's default, logged so that a run can be repeated
     assert parameters["lm"] == str(tmp_path / "lm.arpa")
     summary = [r["data"] for r in records if r["step"] == [] and "wer" in r["data"]][0]
     assert summary["decode_seconds"] > 0

@@ -79,8 +79,7 @@ def language_model_decoder(args: argparse.Namespace, recognizer: Recognizer) -> 
             if getattr(args, flag[2:].replace("-", "_")) is not None:
                 raise UserError(f"{flag} is for decoding with a language model: give the model with --lm ARPA")
         return None
-    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score,
-                                  args.min_letter_log_prob)
+    return beam_search_from_flags(recognizer.dictionary, args)
 
 
 def reference_words(text: str) -> str:

@@ -160,15 +160,14 @@ def add_beam_search_args(group: argparse._ArgumentGroup, beam_size_help: str, lm
                             f"language model split run-together words, and is slower)")
 
 
-def beam_search_from_flags(dictionary: Dictionary, beam_size: int | None, lm_path: str | Path | None,
-                           lm_weight: float | None, word_score: float | None,
-                           min_letter_log_prob: float | None = None) -> BeamSearchDecoder:
-    """The beam search of --beam-size, --lm, --lm-weight, --word-score and --min-letter-log-prob, each left out (None)
-    at its default."""
-    return BeamSearchDecoder(dictionary, DEFAULT_BEAM_SIZE if beam_size is None else beam_size, lm_path,
-                             DEFAULT_LM_WEIGHT if lm_weight is None else lm_weight,
-                             DEFAULT_WORD_SCORE if word_score is None else word_score,
-                             DEFAULT_MIN_LETTER_LOG_PROB if min_letter_log_prob is None else min_letter_log_prob)
+def beam_search_from_flags(dictionary: Dictionary, args: argparse.Namespace) -> BeamSearchDecoder:
+    """The beam search of add_beam_search_args' flags in `args`, each left out (None) at its default."""
+    def given(value, default):
+        return default if value is None else value
+
+    return BeamSearchDecoder(dictionary, given(args.beam_size, DEFAULT_BEAM_SIZE), args.lm,
+                             given(args.lm_weight, DEFAULT_LM_WEIGHT), given(args.word_score, DEFAULT_WORD_SCORE),
+                             given(args.min_letter_log_prob, DEFAULT_MIN_LETTER_LOG_PROB))
 
 
 def transcripts(logits: torch.Tensor, frame_padding_mask: torch.Tensor | None, dictionary: Dictionary,

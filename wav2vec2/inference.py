@@ -86,8 +86,7 @@ def decoder_from_args(args: argparse.Namespace, recognizer: Recognizer) -> BeamS
     """None for greedy decoding (transcripts' default)."""
     if args.decoder == "greedy":
         return None
-    return beam_search_from_flags(recognizer.dictionary, args.beam_size, args.lm, args.lm_weight, args.word_score,
-                                  args.min_letter_log_prob)
+    return beam_search_from_flags(recognizer.dictionary, args)
 
 
 # NVIDIA's inference.py names for this part's flags (each also read in its dashed spelling); --data and

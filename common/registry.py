@@ -20,9 +20,10 @@ FAMILIES = {  # -m NAME: the family's folder
     "WaveGlow": "waveglow",
     "WaveNet": "nvwavenet",
     "HiFiGAN": "hifigan",
+    "MelInverter": "melinverter",  # a learned linear spectrogram for Griffin-Lim
     "wav2vec2": "wav2vec2",  # speech to text
 }
-VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN")  # the families whose vocoder.py an acoustic model's mels go to
+VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN", "MelInverter")  # the families whose vocoder.py an acoustic model's mels go to
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 
 RECIPES = {name: f"{folder}.recipe" for name, folder in FAMILIES.items()}

@@ -24,11 +24,11 @@ from common.audio import AudioParams, MelSpectrogram
 from common.distributed import ModelParts
 from common.errors import UserError
 from common.logger import plot_to_image
-from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput, TrainerView
-from common.sampler import EpochBatchSampler, fixed_size_batches
+from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops, batch_to_device, collate,
+                                   crops_or_whole_utterances)
+from common.recipe import DataSplits, Recipe, StepOutput, TrainerView
 from hifigan import arg_parser, checkpoints
-from hifigan.data_function import (FullUtterances, MelAudioBatch, MelAudioCrops, add_data_args, batch_to_device,
-                                   collate)
+from hifigan.data_function import add_data_args
 from hifigan.loss_function import MEL_WEIGHT, HiFiGANLoss, loss_mel_params
 from hifigan.model import HiFiGAN
 
@@ -83,17 +83,9 @@ def compile_model(model: HiFiGAN, args: argparse.Namespace) -> None:
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed,
-                          input_mels_dir=args.input_mels_dir)
+                          input_mels_dir=args.input_mels_dir, keep_in_memory=args.keep_in_memory)
     validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)
-
-
-def batch_sampler(args: argparse.Namespace, dataset, context: BatchingContext):
-    """Training: -bs crops. Validation: one whole utterance per batch, so no padding changes what is measured."""
-    if context.training:
-        return fixed_size_batches(args, dataset, context)
-    return EpochBatchSampler(len(dataset), 1, shuffle=False, drop_last=False, seed=context.seed,
-                             rank=context.rank, world_size=context.world_size)
 
 
 # ---- optimizers and schedule ---------------------------------------------------------------------------------
@@ -306,7 +298,7 @@ RECIPE = Recipe(
     build_optimizers=build_optimizers,
     train_step=train_step,
     lr_schedule=lr_schedule,
-    batch_sampler=batch_sampler,
+    batch_sampler=crops_or_whole_utterances,
     validation_metrics=validation_metrics,
     validation_report=validation_report,
     config_from_reference=arg_parser.config_from_reference,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo (README's first command runs it through `make demo`): build the synthetic eSpeak NG corpus, train a small
-# Tacotron 2 on the CPU, synthesize phrases/phrase.txt and the corpus's held-out test sentences with Griffin-Lim, and
-# say how intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists.
+# Tacotron 2 on the CPU, then a mel inverter (melinverter/) on Tacotron 2's own teacher-forced mels, synthesize
+# phrases/phrase.txt and the corpus's held-out test sentences through the inverter and Griffin-Lim, and say how
+# intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists.
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
@@ -11,6 +12,7 @@
 #     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
 #     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
 #     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
+#   INVERTER_EPOCHS (30): the mel inverter's epochs of the training split; 0: Griffin-Lim alone
 # A rerun in the same OUTPUT_DIR resumes its training (--resume-from-last), and a finished one is only synthesized
 # and scored again: use a fresh OUTPUT_DIR for a run with other EPOCHS, OPEN_SEQUENCES or flags.
 set -euo pipefail
@@ -23,7 +25,10 @@ FILELISTS=${FILELISTS:-filelists}
 ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
 EPOCHS=${EPOCHS:-40}
+INVERTER_EPOCHS=${INVERTER_EPOCHS:-30}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
+case "$INVERTER_EPOCHS" in ''|*[!0-9]*) echo "error: INVERTER_EPOCHS must be a whole number, got '$INVERTER_EPOCHS'" >&2
+    exit 2 ;; esac
 case "$OPEN_SEQUENCES" in ''|*[!0-9]*) echo "error: OPEN_SEQUENCES must be a whole number, got '$OPEN_SEQUENCES'" >&2
     exit 2 ;; esac
 
@@ -45,11 +50,23 @@ updates=$(( EPOCHS * ($(grep -c . "$training_filelist") / 16) ))
     --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$EPOCHS" \
     --hold-updates $(( updates * 3 / 4 )) --decay-updates $(( updates / 4 )) --resume-from-last "$@"
 checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
-"$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint"
+# The vocoder learns the linear spectrum behind Tacotron 2's own mels (teacher-forced, so frame-aligned with the
+# recordings), which Griffin-Lim alone can only guess from the mel filterbank (melinverter/model.py says why).
+vocoder=()
+if [ "$INVERTER_EPOCHS" -gt 0 ]; then
+    "$PYTHON" -m scripts.hifigan.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
+        --filelists "$training_filelist" "$FILELISTS/synthetic_audio_text_val.txt" --output-dir "$OUTPUT_DIR/mels_gta"
+    "$PYTHON" train.py -m MelInverter --config-file configs/melinverter_demo.json -o "$OUTPUT_DIR/melinverter" \
+        -d "$DATA_DIR" --training-files "$training_filelist" --input-mels-dir "$OUTPUT_DIR/mels_gta" \
+        --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$INVERTER_EPOCHS" --resume-from-last
+    vocoder=(--melinverter "$OUTPUT_DIR/melinverter/checkpoint_MelInverter_last.pt")
+fi
+"$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint" \
+    ${vocoder[@]+"${vocoder[@]}"}
 # The held-out test sentences: text the model never trained on, in the corpus's own style.
 cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sentences.txt"
 "$PYTHON" inference.py -i "$OUTPUT_DIR/test_sentences.txt" -o "$OUTPUT_DIR/wavs_test" --cpu --quiet \
-    --tacotron2 "$checkpoint"
+    --tacotron2 "$checkpoint" ${vocoder[@]+"${vocoder[@]}"}
 "$PYTHON" -m scripts.report_demo --log "$OUTPUT_DIR/nvlog.json" --inference-log "$OUTPUT_DIR/wavs/nvlog.json" \
     --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))
 ASR_LM=${ASR_LM:-$(dirname "$ASR_CHECKPOINT")/lm_2gram.arpa}

@@ -2,7 +2,8 @@
 sentences, heard by the same wav2vec 2.0 recognizer (scripts/intelligibility.py), through one more stage:
 
     python -m scripts.intelligibility_breakdown --asr output/demo_asr/checkpoint_wav2vec2_last.pt \
-        --tacotron2 output/demo/checkpoint_Tacotron2_last.pt [--hifigan CKPT] [-d data/synthetic] \
+        --tacotron2 output/demo/checkpoint_Tacotron2_last.pt [--hifigan CKPT] [--melinverter CKPT] \
+        [-d data/synthetic] \
         [--filelist filelists/synthetic_audio_text_test.txt] [--limit 25] [-o output/demo/breakdown]
 
 rows (CER and WER, eSpeak's ceiling among them):
@@ -11,7 +12,7 @@ rows (CER and WER, eSpeak's ceiling among them):
     recordings' magnitudes -> Griffin-Lim      the phase retrieval's loss alone: the recordings' own STFT
                                                 magnitudes (no mel), fast Griffin-Lim's phase
     recordings' mels -> <vocoder>               the vocoder's loss alone, for each Griffin-Lim setting below and
-                                                --hifigan's vocoder
+                                                --hifigan's and --melinverter's vocoders
     Tacotron 2 teacher-forced mels -> <vocoder> the acoustic model fed the true previous frames
     Tacotron 2 mels -> <vocoder>                free-running synthesis, as inference.py makes it
 The table is printed as Markdown; with -o, breakdown.json holds every number and transcript, and each row's wavs
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint (make demo-asr's)")
     parser.add_argument("--tacotron2", required=True, help="the Tacotron 2 checkpoint to judge")
     parser.add_argument("--hifigan", default=None, help="also vocode with this HiFi-GAN checkpoint")
+    parser.add_argument("--melinverter", default=None,
+                        help="also vocode with this mel inverter checkpoint (and Griffin-Lim's default phase)")
     parser.add_argument("-d", "--dataset-path", default="data/synthetic", help="the corpus the filelist is in")
     parser.add_argument("--filelist", default="filelists/synthetic_audio_text_test.txt",
                         help="held-out wavs and their text (wavs/<ID>.wav|text)")
@@ -91,6 +94,12 @@ def load_synthesizer(tacotron2: str, hifigan: str | None):
     return Synthesizer(inference.build_parser().parse_args(flags))
 
 
+def load_melinverter(path: str):
+    from melinverter.vocoder import load_vocoder
+
+    return load_vocoder(path, argparse.Namespace(), torch.device("cpu"))
+
+
 def free_running_mels(synthesizer, entries, seed: int) -> list[torch.Tensor]:
     """Synthesis from text alone, as inference.py makes it (one batch, prenet dropout seeded)."""
     result = synthesizer.synthesize_batch([entry.text for entry in entries], [entry.source for entry in entries], seed)
@@ -112,6 +121,10 @@ def main(argv: list[str] | None = None) -> dict:
                 for setting in GRIFFIN_LIM_SETTINGS]
     if args.hifigan:
         vocoders.append((f"HiFi-GAN ({args.hifigan})", lambda mel: synthesizer.vocoder(mel.unsqueeze(0)).float()[0]))
+    if args.melinverter:
+        inverter = load_melinverter(args.melinverter)
+        vocoders.append((f"mel inverter + fast Griffin-Lim ({args.melinverter})",
+                         lambda mel: inverter(mel.unsqueeze(0))[0]))
 
     recordings = [entry.path for entry in entries]
     mel_spectrogram = MelSpectrogram(params)

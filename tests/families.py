@@ -70,6 +70,10 @@ FAMILIES = {
         # Two players at lr 1e-2 amplify the different rounding of DDP's averaged gradients: 3e-4 by step 10, from
         # 1e-6 at the first steps.
         ddp_rel_tolerance=1e-3),
+    "MelInverter": Family(  # train_loss: mean |log magnitude error| over the crops' inner frames
+        flags=["--channels", "8", "--n-blocks", "1", "--segment-length", "2048"],
+        learning_rate=3e-3, batch_size=4, seed=6,
+        pinned_epoch_losses=[3.044745111465454, 2.138785147666931, 1.9245128154754638]),
     "wav2vec2": Family(  # pre-training; train_loss: contrastive + 0.1 x diversity + 10 x feature penalty, per masked frame
         flags=["pretrain", "--conv-feature-layers", "[(32,10,5)]+[(32,3,2)]*2+[(32,2,2)]", "--encoder-layers", "2",
                "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",

@@ -7,7 +7,7 @@ import torch
 from common.audio import AudioParams, MelSpectrogram, load_wav, save_wav
 from common.errors import UserError
 from common.text import TextProcessor
-from hifigan.data_function import SILENCE, FullUtterances, InputMels, MelAudioCrops, collate
+from common.mel_audio_data import SILENCE, FullUtterances, InputMels, MelAudioCrops, collate
 from tacotron2.data_function import TextMelDataset
 
 PARAMS = AudioParams()

@@ -1,6 +1,7 @@
-"""scripts/demo.sh (`make demo`) end to end with a tiny model for one epoch: it trains, synthesizes the phrases and the
-corpus's held-out test sentences, and scores them with the recognizer when one exists, or says how to get one. The
-speech of a one-epoch model means nothing: the tests check the steps and what they leave."""
+"""scripts/demo.sh (`make demo`) end to end with a tiny model for one epoch: it trains Tacotron 2 and then the mel
+inverter on Tacotron 2's teacher-forced mels, synthesizes the phrases and the corpus's held-out test sentences, and
+scores them with the recognizer when one exists, or says how to get one. The speech of a one-epoch model means
+nothing: the tests check the steps and what they leave."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_demo(corpus: Path, output: Path, asr_checkpoint: Path, **environment: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": sys.executable, "DATA_DIR": str(corpus), "OUTPUT_DIR": str(output),
            "FILELISTS": str(corpus / "filelists"), "ASR_CHECKPOINT": str(asr_checkpoint), "OPEN_SEQUENCES": "2",
-           "OMP_NUM_THREADS": "1", **environment}
+           "INVERTER_EPOCHS": "1", "OMP_NUM_THREADS": "1", **environment}
     return subprocess.run(["bash", "scripts/demo.sh", *TINY_TACOTRON2, "--epochs", "1", "--num-workers", "0",
                            "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
@@ -37,6 +38,13 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"), ASR_BEAM_SIZE="8")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (output / "checkpoint_Tacotron2_last.pt").exists()
+    # the mel inverter trained on Tacotron 2's teacher-forced mels of the training and validation sentences
+    assert (output / "melinverter" / "checkpoint_MelInverter_last.pt").exists()
+    sentences = [*synthetic_corpus.val_filelist.read_text().splitlines(),
+                 *(corpus / "filelists" / "synthetic_audio_text_train_open.txt").read_text().splitlines()]
+    assert len(list((output / "mels_gta").glob("*.pt"))) == len(sentences)
+    inference_parameters = json.loads((output / "wavs" / "nvlog.json").read_text().splitlines()[0][5:])["data"]
+    assert inference_parameters["vocoder"] == "melinverter"
     # it trained on the corpus's training sentences and the 2 sequences it added
     training = (corpus / "filelists" / "synthetic_audio_text_train_open.txt").read_text().splitlines()
     assert training[:-2] == synthetic_corpus.train_filelist.read_text().splitlines()
@@ -84,3 +92,9 @@ def test_open_sequences_must_be_a_whole_number(tmp_path):
     completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", OPEN_SEQUENCES="many")
     assert completed.returncode == 2 and not (tmp_path / "corpus").exists()
     assert completed.stderr.strip() == "error: OPEN_SEQUENCES must be a whole number, got 'many'"
+
+
+def test_inverter_epochs_must_be_a_whole_number(tmp_path):
+    completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", INVERTER_EPOCHS="some")
+    assert completed.returncode == 2 and not (tmp_path / "corpus").exists()
+    assert completed.stderr.strip() == "error: INVERTER_EPOCHS must be a whole number, got 'some'"

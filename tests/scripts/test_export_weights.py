@@ -39,6 +39,8 @@ def fixed_output(name: str, model: torch.nn.Module, config: dict) -> torch.Tenso
             return model(mel, classes[None])
         if name == "HiFiGAN":
             return model.generator(mel)
+        if name == "MelInverter":
+            return model(mel)
         source = torch.sin(torch.arange(4000) / 7.0)[None]
         return model.extract_features(source)["x"] if "vocab_size" not in config else model(source)["logits"]
 

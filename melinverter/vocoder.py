@@ -1,0 +1,51 @@
+"""The mel inverter as the vocoder of inference.py: the inverter's linear magnitude, then fast Griffin-Lim's phase
+(common/audio.py), with the same --griffin-lim-iters and --griffin-lim-momentum as Griffin-Lim alone:
+
+    python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --melinverter M.pt
+    python inference.py ... --vocoder MelInverter --vocoder-checkpoint M.pt
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams, griffin_lim_phase
+from common.checkpoint import load_trained_model
+from common.errors import UserError
+from common.vocoder import VocoderSpec
+from melinverter.model import MelInverter
+from melinverter.recipe import RECIPE
+
+
+class MelInverterVocoder:
+    """(B, n_mel_channels, T) log mel -> (B, T * hop_length) audio; the Vocoder of common/vocoder.py."""
+
+    name = "melinverter"
+
+    def __init__(self, model: MelInverter, audio_params: AudioParams, n_iters: int = GRIFFIN_LIM_ITERS,
+                 momentum: float = GRIFFIN_LIM_MOMENTUM):
+        self.model, self.audio_params, self.n_iters, self.momentum = model, audio_params, n_iters, momentum
+
+    @torch.no_grad()
+    def __call__(self, mel: torch.Tensor) -> torch.Tensor:
+        magnitude = torch.exp(self.model(mel.float()))
+        return griffin_lim_phase(magnitude, self.audio_params, self.n_iters, self.momentum)
+
+
+def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
+                 flag: str = "--melinverter") -> MelInverterVocoder:
+    if getattr(args, "griffin_lim_power", GRIFFIN_LIM_POWER) != GRIFFIN_LIM_POWER:
+        raise UserError(f"--griffin-lim-power sharpens Griffin-Lim's own least-squares magnitude; with {flag} the "
+                        "magnitude is the inverter's: drop --griffin-lim-power")
+    model, checkpoint = load_trained_model(RECIPE, path, device, flag=flag)
+    if not checkpoint.get("audio_params"):
+        raise UserError(f"{flag} {path} carries no audio parameters; it is not a MelInverter checkpoint of this "
+                        "project")
+    # `inference.py -m MelInverter` offers no Griffin-Lim flags (they belong to text to wav's vocoder choice).
+    return MelInverterVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]),
+                              getattr(args, "griffin_lim_iters", GRIFFIN_LIM_ITERS),
+                              getattr(args, "griffin_lim_momentum", GRIFFIN_LIM_MOMENTUM))
+
+
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder)

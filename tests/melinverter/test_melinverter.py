@@ -15,6 +15,7 @@ from melinverter.loss_function import absolute_errors, edge_frames, log_magnitud
 from melinverter.model import MelInverter
 from melinverter.recipe import RECIPE
 from melinverter.vocoder import MelInverterVocoder
+from tacotron2.api import Synthesizer
 from tests.nvwavenet.test_vocoder import TINY_TACOTRON2, run_training
 
 PARAMS = AudioParams()
@@ -83,6 +84,10 @@ def test_training_on_the_corpus_beats_the_least_squares_inverse_and_vocodes(synt
     inference.main(["-m", "MelInverter", "-i", str(tmp_path / "out" / "mel_1.pt"), "-o", str(tmp_path / "vocoded"),
                     "--cpu", "--quiet", "--melinverter", str(checkpoint)])
     assert (tmp_path / "vocoded" / "mel_1.wav").read_bytes() == (tmp_path / "out" / "audio_1.wav").read_bytes()
+    # The Python API tells the family from the file
+    synthesizer = Synthesizer.from_checkpoints(tacotron2=tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt",
+                                               vocoder=checkpoint, device="cpu")
+    assert isinstance(synthesizer.vocoder, MelInverterVocoder)
     with pytest.raises(UserError, match="drop --griffin-lim-power"):
         inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--cpu", "--quiet", "--tacotron2",
                         str(tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt"), "--melinverter",

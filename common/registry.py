@@ -23,7 +23,8 @@ FAMILIES = {  # -m NAME: the family's folder
     "MelInverter": "melinverter",  # a learned linear spectrogram for Griffin-Lim
     "wav2vec2": "wav2vec2",  # speech to text
 }
-VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN", "MelInverter")  # the families whose vocoder.py an acoustic model's mels go to
+# the families whose vocoder.py an acoustic model's mels go to
+VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN", "MelInverter")
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
 
 RECIPES = {name: f"{folder}.recipe" for name, folder in FAMILIES.items()}

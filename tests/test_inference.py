@@ -192,7 +192,8 @@ def test_vocoder_by_name_equals_vocoder_by_checkpoint_flag(tacotron2_checkpoint,
      "--vocoder WaveGlow needs its checkpoint: --vocoder-checkpoint CKPT or --waveglow CKPT"),
     (["--vocoder", "WaveNet", "--waveglow", "W.pt"], "--vocoder WaveNet contradicts --waveglow; drop one of them"),
     (["--waveglow", "W.pt", "--wavenet", "N.pt"], "give one vocoder checkpoint, got --waveglow and --wavenet"),
-    (["--vocoder-checkpoint", "W.pt"], "--vocoder-checkpoint needs --vocoder NAME (WaveGlow, WaveNet, HiFiGAN, MelInverter)"),
+    (["--vocoder-checkpoint", "W.pt"],
+     "--vocoder-checkpoint needs --vocoder NAME (WaveGlow, WaveNet, HiFiGAN, MelInverter)"),
     (["--vocoder", "GriffinLim", "--vocoder-checkpoint", "W.pt"], "--vocoder GriffinLim takes no checkpoint"),
 ])
 def test_contradictory_vocoder_choices_are_user_errors(tacotron2_checkpoint, phrases, tmp_path, choice, message):
@@ -211,7 +212,8 @@ def test_each_model_takes_its_own_flags(capsys):
                             (["-m", "HiFiGAN", "-i", "a.pt", "-o", "out"], "required: --hifigan"),
                             (["-m", "FastPitch", "-i", "a.pt", "-o", "out"], "invalid choice: 'FastPitch'"),
                             (["-i", "p.txt", "-o", "out", "--tacotron2", "T", "--vocoder", "hifi"],
-                             "unknown vocoder 'hifi'; choose one of GriffinLim, WaveGlow, WaveNet, HiFiGAN, MelInverter")]:
+                             "unknown vocoder 'hifi'; choose one of GriffinLim, WaveGlow, WaveNet, HiFiGAN, "
+                             "MelInverter")]:
         with pytest.raises(SystemExit):
             inference.main(argv)
         assert complaint in capsys.readouterr().err

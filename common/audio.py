@@ -245,13 +245,18 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
         raise ValueError(f"Griffin-Lim magnitude power must be > 0, got {power}")
     if log_mel.dim() == 2:
         log_mel = log_mel.unsqueeze(0)
+    magnitude = least_squares_magnitude(log_mel, params) ** power
+    return griffin_lim_phase(magnitude, params, n_iters, momentum, seed)
+
+
+def least_squares_magnitude(log_mel: torch.Tensor, params: AudioParams = AudioParams()) -> torch.Tensor:
+    """Log mel (..., n_mel, T) -> linear magnitude (..., filter_length // 2 + 1, T): the filterbank's pseudo-inverse,
+    clamped at zero (what the mel inverter, melinverter/, learns to do better)."""
     basis = torch.from_numpy(
         slaney_mel_filterbank(params.sampling_rate, params.filter_length, params.n_mel_channels,
                               params.mel_fmin, params.mel_fmax)
     ).to(log_mel.device)
-    mel = dynamic_range_decompression(log_mel.float())
-    magnitude = torch.clamp(torch.matmul(torch.linalg.pinv(basis), mel), min=0.0) ** power
-    return griffin_lim_phase(magnitude, params, n_iters, momentum, seed)
+    return torch.clamp(torch.matmul(torch.linalg.pinv(basis), dynamic_range_decompression(log_mel.float())), min=0.0)
 
 
 def griffin_lim_phase(magnitude: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = GRIFFIN_LIM_ITERS,

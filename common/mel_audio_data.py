@@ -43,9 +43,10 @@ def add_data_args(parser: argparse.ArgumentParser, family: str, default_segment_
     group.add_argument("--input-mels-dir", default=None,
                        help="train on an acoustic model's own mels: the input mels are <stem>.pt or <stem>.npy "
                             "files (n_mel_channels x frames, frame-aligned with the wav) in this folder")
-    group.add_argument("--keep-in-memory", action="store_true",
+    group.add_argument("--keep-in-memory", action=argparse.BooleanOptionalAction, default=False,
                        help="keep each training clip (and its input mel) in memory once read, instead of reading "
-                            "it for every crop: for a corpus that fits (make demo's: about 250 MB)")
+                            "it for every crop: for a corpus that fits (make demo's: about 250 MB); with "
+                            "--num-workers 0")
     return group
 
 

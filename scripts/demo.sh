@@ -12,7 +12,8 @@
 #     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
 #     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
 #     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
-#   INVERTER_EPOCHS (30): the mel inverter's epochs of the training split; 0: Griffin-Lim alone
+#   INVERTER_EPOCHS (60): the mel inverter's epochs of the training split, its learning rate held for the first 3/4
+#     and decayed over the last 1/4 (as Tacotron 2's); 0: Griffin-Lim alone
 # A rerun in the same OUTPUT_DIR resumes its training (--resume-from-last), and a finished one is only synthesized
 # and scored again: use a fresh OUTPUT_DIR for a run with other EPOCHS, OPEN_SEQUENCES or flags.
 set -euo pipefail
@@ -25,7 +26,7 @@ FILELISTS=${FILELISTS:-filelists}
 ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
 EPOCHS=${EPOCHS:-40}
-INVERTER_EPOCHS=${INVERTER_EPOCHS:-30}
+INVERTER_EPOCHS=${INVERTER_EPOCHS:-60}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
 case "$INVERTER_EPOCHS" in ''|*[!0-9]*) echo "error: INVERTER_EPOCHS must be a whole number, got '$INVERTER_EPOCHS'" >&2
     exit 2 ;; esac
@@ -59,9 +60,11 @@ vocoder=()
 if [ "$INVERTER_EPOCHS" -gt 0 ]; then
     "$PYTHON" -m scripts.hifigan.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
         --filelists "$training_filelist" "$FILELISTS/synthetic_audio_text_val.txt" --output-dir "$OUTPUT_DIR/mels_gta"
+    inverter_updates=$(( INVERTER_EPOCHS * ($(grep -c . "$training_filelist") / 8) ))  # the preset's batches of 8
     "$PYTHON" train.py -m MelInverter --config-file configs/melinverter_demo.json -o "$OUTPUT_DIR/melinverter" \
         -d "$DATA_DIR" --training-files "$training_filelist" --input-mels-dir "$OUTPUT_DIR/mels_gta" \
-        --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$INVERTER_EPOCHS" --resume-from-last
+        --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$INVERTER_EPOCHS" \
+        --hold-updates $(( inverter_updates * 3 / 4 )) --decay-updates $(( inverter_updates / 4 )) --resume-from-last
     vocoder=(--melinverter "$OUTPUT_DIR/melinverter/checkpoint_MelInverter_last.pt")
 fi
 "$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint" \

@@ -57,7 +57,8 @@ def main() -> None:
     parser.add_argument("--voice", default="en-us", help="the eSpeak NG voice of the corpus (the reference renderings)")
     args = parser.parse_args()
 
-    validations = [r["data"] for r in read_dllogger_file(args.log) if r["type"] == "LOG" and "val_loss" in r["data"]
+    # [epoch] records: validation runs at the end and every --val-interval-epochs, so their epoch, not their count
+    validations = [r for r in read_dllogger_file(args.log) if r["type"] == "LOG" and "val_loss" in r["data"]
                    and isinstance(r["step"], list) and len(r["step"]) == 1]
     synthesized = [r["data"] for r in read_dllogger_file(args.inference_log)
                    if r["type"] == "LOG" and "alignment_score" in r["data"]]
@@ -65,8 +66,8 @@ def main() -> None:
     if args.seconds is not None:
         print(f"wall time: {args.seconds // 60} min {args.seconds % 60} s")
     if validations:
-        last = validations[-1]
-        print(f"epochs: {len(validations)}; final validation loss {last['val_loss']:.4f}; validation "
+        epochs, last = validations[-1]["step"][0], validations[-1]["data"]
+        print(f"epochs: {epochs}; final validation loss {last['val_loss']:.4f}; validation "
               f"alignment-health score {last.get('alignment_score', float('nan')):.3f} (aligned above ~0.7)")
     if synthesized:
         scores = [record["alignment_score"] for record in synthesized]

@@ -87,8 +87,10 @@ def model_config(args: argparse.Namespace) -> dict:
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     text = text_processor(args)
-    train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk)
-    validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk)
+    train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk,
+                           args.keep_in_memory)
+    validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk,
+                                args.keep_in_memory)
     return DataSplits(train, validation, TextMelCollate())
 
 

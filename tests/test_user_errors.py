@@ -76,6 +76,17 @@ def test_train_with_a_missing_filelist(tmp_path):
 
 
 @pytest.mark.slow
+def test_train_keeping_the_data_in_memory_with_worker_processes(synthetic_corpus, tmp_path):
+    line = run_entry_point("train.py", "-m", "Tacotron2", "-o", tmp_path / "run", "-lr", "1e-3", "-bs", "2",
+                           "--epochs", "1", "--cpu", "--num-workers", "2", "--keep-in-memory",
+                           "-d", synthetic_corpus.dataset_dir, "--training-files", synthetic_corpus.train_filelist,
+                           "--validation-files", synthetic_corpus.val_filelist, *TINY_TACOTRON2)
+    assert line == ("error: --keep-in-memory keeps the data in the training process, and --num-workers 2 loads it "
+                    "in worker processes that each epoch starts afresh: give --num-workers 0 with it, or "
+                    "--no-keep-in-memory")
+
+
+@pytest.mark.slow
 def test_train_with_a_config_file_that_is_not_json(tmp_path):
     config = tmp_path / "preset.json"
     config.write_text("{epochs: 3}")

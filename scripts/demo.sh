@@ -2,7 +2,8 @@
 # The demo (README's first command runs it through `make demo`): build the synthetic eSpeak NG corpus, train a small
 # Tacotron 2 on the CPU, then a mel inverter (melinverter/) on Tacotron 2's own teacher-forced mels, synthesize
 # phrases/phrase.txt and the corpus's held-out test sentences through the inverter and Griffin-Lim, and say how
-# intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists.
+# intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists (the phrases also over 8
+# synthesis seeds: scripts/intelligibility_seeds.py).
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
@@ -57,6 +58,7 @@ checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
 # The vocoder learns the linear spectrum behind Tacotron 2's own mels (teacher-forced, so frame-aligned with the
 # recordings), which Griffin-Lim alone can only guess from the mel filterbank (melinverter/model.py says why).
 vocoder=()
+vocoder_checkpoint=griffin-lim
 if [ "$INVERTER_EPOCHS" -gt 0 ]; then
     "$PYTHON" -m scripts.hifigan.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
         --filelists "$training_filelist" "$FILELISTS/synthetic_audio_text_val.txt" --output-dir "$OUTPUT_DIR/mels_gta"
@@ -65,7 +67,8 @@ if [ "$INVERTER_EPOCHS" -gt 0 ]; then
         -d "$DATA_DIR" --training-files "$training_filelist" --input-mels-dir "$OUTPUT_DIR/mels_gta" \
         --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$INVERTER_EPOCHS" \
         --hold-updates $(( inverter_updates * 3 / 4 )) --decay-updates $(( inverter_updates / 4 )) --resume-from-last
-    vocoder=(--melinverter "$OUTPUT_DIR/melinverter/checkpoint_MelInverter_last.pt")
+    vocoder_checkpoint="$OUTPUT_DIR/melinverter/checkpoint_MelInverter_last.pt"
+    vocoder=(--melinverter "$vocoder_checkpoint")
 fi
 "$PYTHON" inference.py -i phrases/phrase.txt -o "$OUTPUT_DIR/wavs" --cpu --save-alignments --tacotron2 "$checkpoint" \
     ${vocoder[@]+"${vocoder[@]}"}
@@ -89,6 +92,12 @@ if [ -f "$ASR_CHECKPOINT" ]; then
     "$PYTHON" -m scripts.intelligibility --asr "$ASR_CHECKPOINT" --wavs "$OUTPUT_DIR/wavs" --quiet \
         --texts phrases/phrase.txt --espeak-ceiling -o "$OUTPUT_DIR/intelligibility_phrases" \
         ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
+    # The 4 phrases are 200 letters: one seed's prenet dropout moves their CER by points. So also over 8 synthesis
+    # seeds, the first inference.py's default (the wavs above).
+    echo "the phrases at 8 synthesis seeds:"
+    "$PYTHON" -m scripts.intelligibility_seeds --asr "$ASR_CHECKPOINT" --tacotron2 "$checkpoint" \
+        --vocoder "$vocoder_checkpoint" --texts phrases/phrase.txt --seeds 1234 1 2 3 4 5 6 7 \
+        -o "$OUTPUT_DIR/intelligibility_phrases_seeds" ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
          "(about 30 minutes on a 2-core machine), then \`make demo\` again (it resumes the finished training and" \

@@ -68,6 +68,14 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
         # decoded greedily and with ASR_LM (make demo-asr's lm_2gram.arpa beside the checkpoint, by default)
         assert report["lm"] == str(tmp_path / "lm.arpa")
         assert len(report["synthesized"]["with_lm"]["files"]) == len(report["espeak"]["with_lm"]["files"]) == count
+    # the phrases also at 8 synthesis seeds, the first the wavs' own (inference.py's default seed)
+    seeds = json.loads((output / "intelligibility_phrases_seeds" / "intelligibility_seeds.json").read_text())
+    assert list(seeds["seeds"]) == ["1234", "1", "2", "3", "4", "5", "6", "7"]
+    assert seeds["vocoder"] == str(output / "melinverter" / "checkpoint_MelInverter_last.pt")
+    phrases_heard = json.loads((output / "intelligibility_phrases" / "intelligibility.json").read_text())
+    assert [{**file, "wav": None} for file in seeds["seeds"]["1234"]["files"]] == [
+        {**file, "wav": None} for file in phrases_heard["synthesized"]["files"]]
+    assert "8 seeds, 4 lines each: CER" in completed.stdout
     assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
     assert "; with the language model CER" in completed.stdout
 

@@ -26,6 +26,8 @@ from common.errors import UserError
 from common.registry import VOCODERS
 
 GRIFFIN_LIM = "GriffinLim"
+GRIFFIN_LIM_DEFAULTS = {"--griffin-lim-iters": GRIFFIN_LIM_ITERS, "--griffin-lim-power": GRIFFIN_LIM_POWER,
+                        "--griffin-lim-momentum": GRIFFIN_LIM_MOMENTUM}
 
 
 class Vocoder(Protocol):
@@ -49,6 +51,9 @@ class VocoderSpec:
     # checkpoint (read by common.checkpoint.load_checkpoint) -> whether it is a file of another project this family
     # loads (NVIDIA's, jik876's), for vocoder_family; files of this project name their model and need none of this.
     recognizes: Callable[[dict], bool] | None = None
+    # The Griffin-Lim flags its load reads (the mel inverter finds its magnitude's phase with Griffin-Lim); any other
+    # given with it would change nothing, so they are refused.
+    griffin_lim_flags: tuple[str, ...] = ()
 
 
 class GriffinLimVocoder:
@@ -157,6 +162,12 @@ def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_param
     spec = vocoder_spec(name)
     if spec is None:
         raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
+    for griffin_lim_flag, default in GRIFFIN_LIM_DEFAULTS.items():
+        given = getattr(args, griffin_lim_flag[2:].replace("-", "_"), default)
+        if griffin_lim_flag not in spec.griffin_lim_flags and given != default:
+            raise UserError(f"{griffin_lim_flag} {given} sets Griffin-Lim, which the {name} vocoder of {flag} does "
+                            f"not use{' for its magnitude' if spec.griffin_lim_flags else ''}: drop "
+                            f"{griffin_lim_flag}")
     return spec.load(checkpoint, args, device, flag=flag)
 
 

@@ -10,7 +10,7 @@ import argparse
 
 import torch
 
-from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams, griffin_lim_phase
+from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, AudioParams, griffin_lim_phase
 from common.checkpoint import load_trained_model
 from common.errors import UserError
 from common.vocoder import VocoderSpec
@@ -35,9 +35,6 @@ class MelInverterVocoder:
 
 def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
                  flag: str = "--melinverter") -> MelInverterVocoder:
-    if getattr(args, "griffin_lim_power", GRIFFIN_LIM_POWER) != GRIFFIN_LIM_POWER:
-        raise UserError(f"--griffin-lim-power sharpens Griffin-Lim's own least-squares magnitude; with {flag} the "
-                        "magnitude is the inverter's: drop --griffin-lim-power")
     model, checkpoint = load_trained_model(RECIPE, path, device, flag=flag)
     if not checkpoint.get("audio_params"):
         raise UserError(f"{flag} {path} carries no audio parameters; it is not a MelInverter checkpoint of this "
@@ -48,4 +45,5 @@ def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
                               getattr(args, "griffin_lim_momentum", GRIFFIN_LIM_MOMENTUM))
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder)
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder,
+                      griffin_lim_flags=("--griffin-lim-iters", "--griffin-lim-momentum"))

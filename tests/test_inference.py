@@ -23,7 +23,10 @@ def phrases(tmp_path):
 
 
 def run(args):
-    inference.main([*args, "--quiet", "--cpu", "--griffin-lim-iters", "2"])
+    # Griffin-Lim in 2 iterations, fast, where it vocodes: the other vocoders refuse its flags
+    griffin_lim = [] if {"--waveglow", "--wavenet", "--hifigan", "--vocoder-checkpoint"} & set(args) else [
+        "--griffin-lim-iters", "2"]
+    inference.main([*args, "--quiet", "--cpu", *griffin_lim])
 
 
 @pytest.mark.slow
@@ -199,6 +202,19 @@ def test_vocoder_by_name_equals_vocoder_by_checkpoint_flag(tacotron2_checkpoint,
 def test_contradictory_vocoder_choices_are_user_errors(tacotron2_checkpoint, phrases, tmp_path, choice, message):
     with pytest.raises(UserError, match=f"^{re.escape(message)}"):
         run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint), *choice])
+
+
+@pytest.mark.parametrize("flag, value", [("--griffin-lim-iters", "8"), ("--griffin-lim-power", "1.5"),
+                                         ("--griffin-lim-momentum", "0.5")])
+def test_griffin_lim_flags_with_a_vocoder_that_does_not_use_them_are_user_errors(tacotron2_checkpoint,
+                                                                                 nvidia_checkpoint, phrases, tmp_path,
+                                                                                 flag, value):
+    waveglow, _ = nvidia_checkpoint
+    message = f"{flag} {value} sets Griffin-Lim, which the WaveGlow vocoder of --waveglow does not use: drop {flag}"
+    with pytest.raises(UserError, match=f"^{re.escape(message)}$"):
+        run(["-i", str(phrases), "-o", str(tmp_path / "o"), "--tacotron2", str(tacotron2_checkpoint),
+             "--waveglow", str(waveglow), flag, value])
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").glob("*.wav"))
 
 
 def test_each_model_takes_its_own_flags(capsys):

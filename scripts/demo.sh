@@ -96,7 +96,7 @@ if [ -f "$ASR_CHECKPOINT" ]; then
     # seeds, the first inference.py's default (the wavs above).
     echo "the phrases at 8 synthesis seeds:"
     "$PYTHON" -m scripts.intelligibility_seeds --asr "$ASR_CHECKPOINT" --tacotron2 "$checkpoint" \
-        --vocoder "$vocoder_checkpoint" --texts phrases/phrase.txt --seeds 1234 1 2 3 4 5 6 7 \
+        --vocoder "$vocoder_checkpoint" --texts phrases/phrase.txt --seeds 1234 1 2 3 4 5 6 7 --cpu \
         -o "$OUTPUT_DIR/intelligibility_phrases_seeds" ${LM_FLAGS[@]+"${LM_FLAGS[@]}"}
 else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \

@@ -23,7 +23,7 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                        help="batch utterances of similar text length together (less padding, faster epochs)")
     group.add_argument("--keep-in-memory", action=argparse.BooleanOptionalAction, default=False,
                        help="keep each training mel in memory once computed, instead of computing it every epoch: "
-                            "for a corpus that fits (make demo's: about 90 MB); with --num-workers 0")
+                            "for a corpus that fits (make demo's: about 80 MB); with --num-workers 0")
 
 
 class TextMelDataset(Dataset):

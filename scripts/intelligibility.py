@@ -48,28 +48,31 @@ from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_sea
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="CER and WER of synthesized speech, heard by a wav2vec 2.0 "
                                                  "recognizer, against the text it was made from", allow_abbrev=False)
-    parser.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
     parser.add_argument("--wavs", required=True, help="folder of audio_<line number><suffix>.wav files")
     parser.add_argument("--texts", required=True, help="the text file the wavs were synthesized from, one per line")
     parser.add_argument("--suffix", default="", help="the --suffix text-to-wav was given (audio_<n><suffix>.wav)")
     parser.add_argument("-o", "--output", default=None, help="write intelligibility.json (and eSpeak's wavs) here")
-    parser.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
-    parser.add_argument("--labels-path", default=None,
-                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     parser.add_argument("--espeak-ceiling", action="store_true",
                         help="also score eSpeak NG's renderings of the same lines (the recognizer's ceiling)")
     parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
     parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
     parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
-    add_language_model_args(parser)
-    add_device_args(parser)
+    add_recognizer_args(parser)
     return parser
 
 
-def add_language_model_args(parser: argparse.ArgumentParser) -> None:
+def add_recognizer_args(parser: argparse.ArgumentParser) -> None:
+    """The judge's flags, which every script that judges speech shares: the recognizer (load_recognizer), its
+    decoding with a language model (language_model_decoder), the device and precision."""
+    group = parser.add_argument_group("the recognizer")
+    group.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
+    group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
+    group.add_argument("--labels-path", default=None,
+                       help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group = parser.add_argument_group("decoding with a language model, beside greedy decoding")
     add_beam_search_args(group, "--lm", "also decode with a CTC beam search over this word n-gram model (ARPA; "
                                         "scripts/wav2vec2/build_lm.py)")
+    add_device_args(parser)
 
 
 def language_model_decoder(args: argparse.Namespace, recognizer: Recognizer) -> BeamSearchDecoder | None:

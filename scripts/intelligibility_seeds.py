@@ -22,11 +22,10 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import add_device_args
 from common.audio import save_wav
 from common.errors import UserError, exit_on_user_error
 from common.inference_args import inference_device
-from scripts.intelligibility import (add_language_model_args, evaluate, language_model_decoder, load_recognizer,
+from scripts.intelligibility import (add_recognizer_args, evaluate, language_model_decoder, load_recognizer,
                                      numbered_lines, pair_wavs_with_lines)
 from tacotron2.api import Synthesizer
 from wav2vec2.decoding import error_rates
@@ -34,18 +33,13 @@ from wav2vec2.decoding import error_rates
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
     parser.add_argument("--tacotron2", required=True, help="the Tacotron 2 checkpoint that speaks the texts")
     parser.add_argument("--vocoder", default="griffin-lim",
                         help="its vocoder: a checkpoint of any vocoder family, or griffin-lim (the default)")
     parser.add_argument("--texts", required=True, help="the text file to synthesize, one line per wav")
     parser.add_argument("--seeds", type=int, nargs="+", required=True, help="the synthesis seeds (inference.py's)")
     parser.add_argument("-o", "--output", required=True, help="the wavs of each seed and intelligibility_seeds.json")
-    parser.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per recognizer forward pass")
-    parser.add_argument("--labels-path", default=None,
-                        help="the dictionary (dict.ltr.txt) if the recognizer's checkpoint does not carry one")
-    add_language_model_args(parser)
-    add_device_args(parser)
+    add_recognizer_args(parser)
     return parser
 
 

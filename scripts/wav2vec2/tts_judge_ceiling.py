@@ -19,10 +19,9 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import add_device_args
 from common.errors import exit_on_user_error
 from scripts.data.open_text import tts_corpus_sentences
-from scripts.intelligibility import (add_language_model_args, evaluate, language_model_decoder, load_recognizer,
+from scripts.intelligibility import (add_recognizer_args, evaluate, language_model_decoder, load_recognizer,
                                      print_report, render_with_espeak)
 
 VOICE, RATE = "en-us", 175  # the TTS corpus's (and --espeak-ceiling's defaults)
@@ -30,13 +29,8 @@ VOICE, RATE = "en-us", 175  # the TTS corpus's (and --espeak-ceiling's defaults)
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
     parser.add_argument("-o", "--output", required=True, help="folder for the texts, wavs and intelligibility.json")
-    parser.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
-    parser.add_argument("--labels-path", default=None,
-                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
-    add_language_model_args(parser)
-    add_device_args(parser)
+    add_recognizer_args(parser)
     args = parser.parse_args(argv)
 
     output = Path(args.output)

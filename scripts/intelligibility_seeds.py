@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
         raise UserError(f"--seeds {' '.join(map(str, args.seeds))} repeats a seed: give each once")
     texts = list(numbered_lines(Path(args.texts)).items())
     synthesizer = Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device=inference_device(args))
-    torch.manual_seed(1234)  # as scripts/intelligibility.py: the recognizer's draws (none at inference) stay fixed
+    torch.manual_seed(1234)  # as scripts/intelligibility.py seeds it before loading the recognizer: they judge alike
     recognizer = load_recognizer(args)
     language_model = language_model_decoder(args, recognizer)
     output = Path(args.output)

@@ -27,6 +27,7 @@ from common.audio import LOG_CLAMP_MIN, AudioParams, MelSpectrogram, load_wav
 from common.audio_crops import AudioCropDataset, crop_audio_and_mel
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_filelist
+from common.item_cache import ItemCache
 from common.recipe import BatchingContext
 from common.sampler import EpochBatchSampler, fixed_size_batches
 
@@ -121,22 +122,16 @@ class MelAudioCrops(AudioCropDataset):
         if self.input_mels is not None:
             for entry in self.entries:  # a missing mel fails at start-up; lengths are checked as items are read
                 self.input_mels.path_for(entry.path)
-        self.keep_in_memory, self.in_memory = keep_in_memory, {}
+        self.in_memory = ItemCache(keep_in_memory)
 
-    def clip(self, index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Item index's whole audio and its --input-mels-dir mel (None without one), from memory once read when
-        keep_in_memory."""
-        if index in self.in_memory:
-            return self.in_memory[index]
+    def read_clip(self, index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Item index's whole audio and its --input-mels-dir mel (None without one)."""
         entry = self.entries[index]
         audio = load_entry_audio(entry, self.audio)
-        loaded = audio, (self.input_mels.load(entry.path, audio.numel()) if self.input_mels is not None else None)
-        if self.keep_in_memory:
-            self.in_memory[index] = loaded
-        return loaded
+        return audio, (self.input_mels.load(entry.path, audio.numel()) if self.input_mels is not None else None)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        audio, mel = self.clip(index)
+        audio, mel = self.in_memory.get(index, self.read_clip)
         start = self.crop_start(index, audio.numel())
         if mel is None:
             crop, mel = crop_audio_and_mel(audio, start, self.segment_length, self.mel_spectrogram)

@@ -48,7 +48,8 @@ fi
 # The sampler drops the last partial batch: 56 updates an epoch of the 900 training lines. Validating every 4 epochs
 # (and at the end) leaves the model as it is, since validation does not move training's random streams, and saves
 # half a minute for the vocoder.
-updates=$(( EPOCHS * ($(grep -c . "$training_filelist") / 16) ))
+training_lines=$(grep -c . "$training_filelist")
+updates=$(( EPOCHS * (training_lines / 16) ))
 "$PYTHON" train.py -m Tacotron2 --config-file "$CONFIG" -o "$OUTPUT_DIR" -d "$DATA_DIR" \
     --training-files "$training_filelist" \
     --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$EPOCHS" \
@@ -62,7 +63,7 @@ vocoder_checkpoint=griffin-lim
 if [ "$INVERTER_EPOCHS" -gt 0 ]; then
     "$PYTHON" -m scripts.hifigan.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
         --filelists "$training_filelist" "$FILELISTS/synthetic_audio_text_val.txt" --output-dir "$OUTPUT_DIR/mels_gta"
-    inverter_updates=$(( INVERTER_EPOCHS * ($(grep -c . "$training_filelist") / 8) ))  # the preset's batches of 8
+    inverter_updates=$(( INVERTER_EPOCHS * (training_lines / 8) ))  # the preset's batches of 8
     "$PYTHON" train.py -m MelInverter --config-file configs/melinverter_demo.json -o "$OUTPUT_DIR/melinverter" \
         -d "$DATA_DIR" --training-files "$training_filelist" --input-mels-dir "$OUTPUT_DIR/mels_gta" \
         --validation-files "$FILELISTS/synthetic_audio_text_val.txt" --epochs "$INVERTER_EPOCHS" \

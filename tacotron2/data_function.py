@@ -11,6 +11,7 @@ from torch.utils.data import Dataset
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
+from common.item_cache import ItemCache
 from common.mel_files import read_mel
 from common.text import TextProcessor
 
@@ -40,7 +41,7 @@ class TextMelDataset(Dataset):
                           for entry in self.entries]
         self.bucket_lengths = [len(ids) for ids in self.token_ids]  # text length predicts mel length well
         self.mel_spectrogram = MelSpectrogram(audio)
-        self.keep_in_memory, self.in_memory = keep_in_memory, {}
+        self.in_memory = ItemCache(keep_in_memory)
         if load_mel_from_disk:
             self._check_mel_params(Path(self.entries[0].path).parent / "audio_params.json")
 
@@ -63,12 +64,7 @@ class TextMelDataset(Dataset):
         return self.mel_spectrogram(audio)[0]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if index in self.in_memory:
-            return self.token_ids[index], self.in_memory[index]
-        mel = self.load_mel(index)
-        if self.keep_in_memory:
-            self.in_memory[index] = mel
-        return self.token_ids[index], mel
+        return self.token_ids[index], self.in_memory.get(index, self.load_mel)
 
 
 class TextMelCollate:

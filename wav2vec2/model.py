@@ -296,9 +296,21 @@ class SelfAttention(nn.Module):
         q, k, v = (proj(x).view(batch, frames, self.heads, -1).transpose(1, 2)
                    for proj in (self.q_proj, self.k_proj, self.v_proj))
         attend = None if padding_mask is None else ~padding_mask[:, None, None, :]
-        x = F.scaled_dot_product_attention(q, k, v, attn_mask=attend,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        x = attention(q, k, v, attend, self.dropout if self.training else 0.0)
         return self.out_proj(x.transpose(1, 2).reshape(batch, frames, dim))
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attend: torch.Tensor | None,
+              dropout: float) -> torch.Tensor:
+    """Scaled dot-product attention. On the CPU a bf16 q, k, v are attended in float32 and the output rounded once:
+    PyTorch's CPU kernel takes 1.2 to 2.6 times as long for the backward in bf16 as in float32, and no less for the
+    forward (scripts/wav2vec2/benchmark_attention.py; `make demo-asr`'s updates are 8-11 % faster: wav2vec2/RESULTS.md),
+    and float32 is the more exact."""
+    if q.device.type != "cpu" or q.dtype != torch.bfloat16:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
+    with torch.autocast("cpu", enabled=False):
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=attend,
+                                              dropout_p=dropout).to(q.dtype)
 
 
 class TransformerLayer(nn.Module):

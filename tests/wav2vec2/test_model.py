@@ -7,8 +7,8 @@ import torch
 from torch.nn import functional as F
 
 from wav2vec2.masking import compute_mask_indices, sample_negative_indices
-from wav2vec2.model import (ACTIVATIONS, BASE_CONFIG, Wav2Vec2CTC, Wav2Vec2Model, model_config_from,
-                            parse_conv_feature_layers, parse_hourglass)
+from wav2vec2.model import (ACTIVATIONS, BASE_CONFIG, Wav2Vec2CTC, Wav2Vec2Model, attention,
+                            model_config_from, parse_conv_feature_layers, parse_hourglass)
 
 TINY = dict(conv_feature_layers="[(32, 10, 5)] + [(32, 3, 2)] * 2 + [(32, 2, 2)]", encoder_layers=2,
             encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_attention_heads=2, final_dim=16, latent_vars=8,
@@ -76,6 +76,28 @@ def test_reduced_precision_gelu_is_fairseqs_float32_gelu_bit_for_bit(name, dtype
     (ours, our_grad), (fairseqs, fairseq_grad) = results
     assert torch.equal(ours, fairseqs)
     assert torch.equal(our_grad, fairseq_grad)
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_bf16_attention_on_the_cpu_is_float32_attention_rounded_once(autocast):
+    """Under CPU autocast too (which would otherwise run the kernel in bf16): the output and the gradients."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 17, 8, generator=generator).bfloat16() for _ in range(3))
+    attend = (torch.arange(17) < torch.tensor([17, 9, 4])[:, None])[:, None, None, :]
+    gradient = torch.randn(3, 2, 17, 8, generator=generator).bfloat16()
+    results = []
+    for ours in (True, False):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        if ours:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                out = attention(*leaves, attend, 0.0)
+        else:
+            out = F.scaled_dot_product_attention(*(t.float() for t in leaves), attn_mask=attend).bfloat16()
+        out.backward(gradient)
+        assert out.dtype == torch.bfloat16 and all(leaf.grad.dtype == torch.bfloat16 for leaf in leaves)
+        results.append([out] + [leaf.grad for leaf in leaves])
+    for our_tensor, float32_tensor in zip(*results):
+        assert torch.equal(our_tensor, float32_tensor)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,72 @@
+"""wav2vec 2.0's self-attention on this CPU, bf16 against float32: why wav2vec2/model.py's `attention` attends a bf16
+q, k, v in float32 on the CPU.
+
+    python -m scripts.wav2vec2.benchmark_attention            # the shapes of `make demo-asr`'s training batches
+    python -m scripts.wav2vec2.benchmark_attention --quick    # 1 repeat: a smoke test of the script
+
+Each row is one call of PyTorch's scaled dot-product attention, forward alone and forward with backward, at a
+(batch, heads, frames, head size) that `make demo-asr`'s batches of 320,000 samples give (4 heads of 64, a padding
+mask): bf16 q, k, v attended in bf16 (the kernel autocast picks) and in float32 (the model's way), and each one's
+largest difference from a float64 attention of the same bf16 inputs. It prints the best of --repeats calls.
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch.nn import functional as F
+
+from scripts.benchmark_speed import best_seconds
+from wav2vec2.model import attention
+
+# (batch, frames): utterances of 77 to 323 frames, as many as fit 320,000 samples (1000 frames of 20 ms)
+DEMO_BATCHES = [(12, 77), (8, 120), (5, 185), (3, 323)]
+HEADS, HEAD_SIZE = 4, 64
+
+
+def inputs(batch: int, frames: int, generator: torch.Generator):
+    q, k, v = (torch.randn(batch, HEADS, frames, HEAD_SIZE, generator=generator).bfloat16().requires_grad_()
+               for _ in range(3))
+    lengths = torch.randint(frames // 2, frames + 1, (batch,), generator=generator)
+    lengths[0] = frames  # the longest utterance sets the batch's frames
+    attend = (torch.arange(frames)[None, :] < lengths[:, None])[:, None, None, :]
+    return q, k, v, attend
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="1 repeat: a smoke test, not a measurement")
+    options = parser.parse_args()
+    repeats = 1 if options.quick else options.repeats
+    generator = torch.Generator().manual_seed(0)
+    ways = {"bf16": lambda q, k, v, attend: F.scaled_dot_product_attention(q, k, v, attn_mask=attend),
+            "float32": lambda q, k, v, attend: attention(q, k, v, attend, 0.0)}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, best of {repeats} calls, ms")
+    print("batch x frames | pass | bf16 | float32 | bf16 / float32 | largest difference from float64: bf16, float32")
+    totals = {(way, backward): 0.0 for way in ways for backward in (False, True)}
+    for batch, frames in DEMO_BATCHES:
+        q, k, v, attend = inputs(batch, frames, generator)
+        gradient = torch.randn(q.shape, generator=generator).bfloat16()
+        exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=attend)
+        errors = {way: (run(q, k, v, attend).double() - exact).abs().max().item() for way, run in ways.items()}
+        for backward in (False, True):
+            seconds = {}
+            for way, run in ways.items():
+                if backward:
+                    seconds[way] = best_seconds(lambda: run(q, k, v, attend).backward(gradient), repeats)
+                else:
+                    with torch.no_grad():
+                        seconds[way] = best_seconds(lambda: run(q, k, v, attend), repeats)
+                totals[way, backward] += seconds[way]
+            print(f"{batch} x {frames} | {'forward + backward' if backward else 'forward'} | "
+                  f"{seconds['bf16'] * 1e3:.2f} | {seconds['float32'] * 1e3:.2f} | "
+                  f"{seconds['bf16'] / seconds['float32']:.2f}x | {errors['bf16']:.1e}, {errors['float32']:.1e}")
+    for backward in (False, True):
+        bf16, float32 = totals["bf16", backward], totals["float32", backward]
+        print(f"all | {'forward + backward' if backward else 'forward'} | {bf16 * 1e3:.2f} | {float32 * 1e3:.2f} | "
+              f"{bf16 / float32:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

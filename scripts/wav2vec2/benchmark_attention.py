@@ -3,19 +3,28 @@ q, k, v in float32 on the CPU.
 
     python -m scripts.wav2vec2.benchmark_attention            # the shapes of `make demo-asr`'s training batches
     python -m scripts.wav2vec2.benchmark_attention --quick    # 1 repeat: a smoke test of the script
+    python -m scripts.wav2vec2.benchmark_attention --training-steps 60 [--data data/asr_accent]   # whole updates
 
 Each row is one call of PyTorch's scaled dot-product attention, forward alone and forward with backward, at a
 (batch, heads, frames, head size) that `make demo-asr`'s batches of 320,000 samples give (4 heads of 64, a padding
 mask): bf16 q, k, v attended in bf16 (the kernel autocast picks) and in float32 (the model's way), and each one's
 largest difference from a float64 attention of the same bf16 inputs. It prints the best of --repeats calls.
+
+--training-steps N then times whole training updates of `make demo-asr`'s preset (configs/wav2vec2_asr_demo.json) on
+its corpus (`make demo-asr` builds it): N batches, each trained on twice by one model, once with the attention in bf16
+and once in float32, the two in turn and each first on alternate batches, so that a machine whose speed drifts
+slows both alike. It prints the mean and median seconds an update of each.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 
 import torch
 from torch.nn import functional as F
 
+import wav2vec2.model
 from scripts.benchmark_speed import best_seconds
 from wav2vec2.model import attention
 
@@ -33,11 +42,49 @@ def inputs(batch: int, frames: int, generator: torch.Generator):
     return q, k, v, attend
 
 
+def bf16_attention(q, k, v, attend, dropout):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
+
+
+def time_training_updates(steps: int, data: str) -> None:
+    import train
+    from common.registry import get_recipe
+    from common.trainer import Trainer
+
+    args = train.parse_run_args(["-m", "wav2vec2", "finetune", "--config-file", "configs/wav2vec2_asr_demo.json",
+                                 "--data", data, "-o", "/tmp/benchmark_attention", "--num-workers", "0"])
+    trainer = Trainer(get_recipe(args.model_name), args)
+    trainer.model.train()
+    trainer.train_sampler.set_epoch(0)
+    batches = iter(trainer.train_loader)
+    ways = {"bf16": bf16_attention, "float32": attention}
+    seconds = {way: [] for way in ways}
+    warmup = 2
+    for step in range(warmup + steps):
+        batch = next(batches)
+        for way in (list(ways) if step % 2 == 0 else list(ways)[::-1]):
+            wav2vec2.model.attention = ways[way]  # what SelfAttention calls
+            start = time.perf_counter()
+            trainer.train_step([batch])
+            if step >= warmup:
+                seconds[way].append(time.perf_counter() - start)
+    wav2vec2.model.attention = attention
+    print(f"training updates of configs/wav2vec2_asr_demo.json on {data}, {steps} batches, seconds an update:")
+    for way, times in seconds.items():
+        print(f"  attention in {way}: mean {statistics.mean(times):.4f}, median {statistics.median(times):.4f}")
+    print(f"  bf16 / float32 (means): {statistics.mean(seconds['bf16']) / statistics.mean(seconds['float32']):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="1 repeat: a smoke test, not a measurement")
+    parser.add_argument("--training-steps", type=int, default=0, metavar="N",
+                        help="then time N training updates of make demo-asr's preset each way (0: none)")
+    parser.add_argument("--data", default="data/asr_accent", help="the corpus of --training-steps")
     options = parser.parse_args()
+    if options.training_steps < 0:
+        parser.error(f"--training-steps must be 0 or more, got {options.training_steps}")
     repeats = 1 if options.quick else options.repeats
     generator = torch.Generator().manual_seed(0)
     ways = {"bf16": lambda q, k, v, attend: F.scaled_dot_product_attention(q, k, v, attn_mask=attend),
@@ -66,6 +113,8 @@ def main() -> None:
         bf16, float32 = totals["bf16", backward], totals["float32", backward]
         print(f"all | {'forward + backward' if backward else 'forward'} | {bf16 * 1e3:.2f} | {float32 * 1e3:.2f} | "
               f"{bf16 / float32:.2f}x |")
+    if options.training_steps:
+        time_training_updates(options.training_steps, options.data)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,11 @@ slows both alike. It prints the mean and median seconds an update of each.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from torch.nn import functional as F
@@ -51,8 +54,9 @@ def time_training_updates(steps: int, data: str) -> None:
     from common.registry import get_recipe
     from common.trainer import Trainer
 
+    output_dir = tempfile.mkdtemp(prefix="benchmark_attention_")  # the trainer's log; nothing is saved
     args = train.parse_run_args(["-m", "wav2vec2", "finetune", "--config-file", "configs/wav2vec2_asr_demo.json",
-                                 "--data", data, "-o", "/tmp/benchmark_attention", "--num-workers", "0"])
+                                 "--data", data, "-o", output_dir, "--num-workers", "0"])
     trainer = Trainer(get_recipe(args.model_name), args)
     trainer.model.train()
     trainer.train_sampler.set_epoch(0)
@@ -69,6 +73,7 @@ def time_training_updates(steps: int, data: str) -> None:
             if step >= warmup:
                 seconds[way].append(time.perf_counter() - start)
     wav2vec2.model.attention = attention
+    shutil.rmtree(output_dir, ignore_errors=True)
     print(f"training updates of configs/wav2vec2_asr_demo.json on {data}, {steps} batches, seconds an update:")
     for way, times in seconds.items():
         print(f"  attention in {way}: mean {statistics.mean(times):.4f}, median {statistics.median(times):.4f}")
@@ -85,6 +90,9 @@ def main() -> None:
     options = parser.parse_args()
     if options.training_steps < 0:
         parser.error(f"--training-steps must be 0 or more, got {options.training_steps}")
+    if options.training_steps and not (Path(options.data) / "train.tsv").is_file():
+        parser.error(f"--data {options.data} has no train.tsv: `make demo-asr` builds data/asr_accent, or give the "
+                     "folder of another corpus")
     repeats = 1 if options.quick else options.repeats
     generator = torch.Generator().manual_seed(0)
     ways = {"bf16": lambda q, k, v, attend: F.scaled_dot_product_attention(q, k, v, attn_mask=attend),

@@ -298,3 +298,11 @@ def test_attention_benchmark_quick(synthetic_asr_corpus):
     updates = re.findall(r"attention in (bf16|float32): mean ([0-9.]+), median ([0-9.]+)", printed)
     assert [way for way, _, _ in updates] == ["bf16", "float32"]
     assert all(float(mean) > 0 for _, mean, _ in updates)
+
+
+def test_attention_benchmark_names_a_missing_corpus(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "scripts.wav2vec2.benchmark_attention", "--quick",
+                             "--training-steps", "1", "--data", str(tmp_path)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 2
+    assert f"error: --data {tmp_path} has no train.tsv" in result.stderr and "Traceback" not in result.stderr

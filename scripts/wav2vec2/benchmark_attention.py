@@ -49,6 +49,9 @@ def bf16_attention(q, k, v, attend, dropout):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
 
 
+WAYS = {"bf16": bf16_attention, "float32": attention}
+
+
 def time_training_updates(steps: int, data: str) -> None:
     import train
     from common.registry import get_recipe
@@ -61,13 +64,12 @@ def time_training_updates(steps: int, data: str) -> None:
     trainer.model.train()
     trainer.train_sampler.set_epoch(0)
     batches = iter(trainer.train_loader)
-    ways = {"bf16": bf16_attention, "float32": attention}
-    seconds = {way: [] for way in ways}
+    seconds = {way: [] for way in WAYS}
     warmup = 2
     for step in range(warmup + steps):
         batch = next(batches)
-        for way in (list(ways) if step % 2 == 0 else list(ways)[::-1]):
-            wav2vec2.model.attention = ways[way]  # what SelfAttention calls
+        for way in (list(WAYS) if step % 2 == 0 else list(WAYS)[::-1]):
+            wav2vec2.model.attention = WAYS[way]  # what SelfAttention calls
             start = time.perf_counter()
             trainer.train_step([batch])
             if step >= warmup:
@@ -95,24 +97,22 @@ def main() -> None:
                      "folder of another corpus")
     repeats = 1 if options.quick else options.repeats
     generator = torch.Generator().manual_seed(0)
-    ways = {"bf16": lambda q, k, v, attend: F.scaled_dot_product_attention(q, k, v, attn_mask=attend),
-            "float32": lambda q, k, v, attend: attention(q, k, v, attend, 0.0)}
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, best of {repeats} calls, ms")
     print("batch x frames | pass | bf16 | float32 | bf16 / float32 | largest difference from float64: bf16, float32")
-    totals = {(way, backward): 0.0 for way in ways for backward in (False, True)}
+    totals = {(way, backward): 0.0 for way in WAYS for backward in (False, True)}
     for batch, frames in DEMO_BATCHES:
         q, k, v, attend = inputs(batch, frames, generator)
         gradient = torch.randn(q.shape, generator=generator).bfloat16()
         exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=attend)
-        errors = {way: (run(q, k, v, attend).double() - exact).abs().max().item() for way, run in ways.items()}
+        errors = {way: (run(q, k, v, attend, 0.0).double() - exact).abs().max().item() for way, run in WAYS.items()}
         for backward in (False, True):
             seconds = {}
-            for way, run in ways.items():
+            for way, run in WAYS.items():
                 if backward:
-                    seconds[way] = best_seconds(lambda: run(q, k, v, attend).backward(gradient), repeats)
+                    seconds[way] = best_seconds(lambda: run(q, k, v, attend, 0.0).backward(gradient), repeats)
                 else:
                     with torch.no_grad():
-                        seconds[way] = best_seconds(lambda: run(q, k, v, attend), repeats)
+                        seconds[way] = best_seconds(lambda: run(q, k, v, attend, 0.0), repeats)
                 totals[way, backward] += seconds[way]
             print(f"{batch} x {frames} | {'forward + backward' if backward else 'forward'} | "
                   f"{seconds['bf16'] * 1e3:.2f} | {seconds['float32'] * 1e3:.2f} | "

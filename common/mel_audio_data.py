@@ -8,7 +8,7 @@ as WaveNet's): mel frame k of a crop is centred on the crop's sample k * hop and
 
 For training on an acoustic model's own mels (--input-mels-dir), the input mel is read from `<stem>.pt` or
 `<stem>.npy` (n_mel_channels, frames) instead, frame-aligned with the wav (teacher-forced, as
-scripts/hifigan/extract_gta_mels.sh writes them); the audio stays the ground truth, from which each family's loss
+scripts/extract_gta_mels.sh writes them); the audio stays the ground truth, from which each family's loss
 computes its target.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ class InputMels:
             if candidate.is_file():
                 return candidate
         raise UserFileNotFoundError(f"--input-mels-dir {self.directory}: no {wav.stem}.pt or {wav.stem}.npy for "
-                                    f"{wav} (extract the mels with scripts/hifigan/extract_gta_mels.sh)")
+                                    f"{wav} (extract the mels with scripts/extract_gta_mels.sh)")
 
     def load(self, wav: Path, num_samples: int) -> torch.Tensor:
         path = self.path_for(wav)

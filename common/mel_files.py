@@ -1,5 +1,5 @@
 """Mel files: log mels of shape (n_mel_channels, frames) saved as .pt tensors (scripts/prepare_mels.sh,
-`inference.py --save-mels`, scripts/hifigan/extract_gta_mels.sh) or .npy arrays (NVIDIA's mel extraction), read by
+`inference.py --save-mels`, scripts/extract_gta_mels.sh) or .npy arrays (NVIDIA's mel extraction), read by
 Tacotron 2's --load-mel-from-disk and by the vocoders' mel-to-wav inference."""
 from __future__ import annotations
 

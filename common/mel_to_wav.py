@@ -4,7 +4,7 @@
     python inference.py -m WaveGlow -i out/mels/ -o out/wavs --waveglow W.pt [-s 0.6 -d 0.01] [--cpu] [--amp|--bf16]
 
 Reads log mels of shape (n_mel_channels, frames) saved as .pt tensors (what `inference.py --save-mels`,
-scripts/prepare_mels.sh and scripts/hifigan/extract_gta_mels.sh write) or .npy arrays (NVIDIA's mel extraction), given
+scripts/prepare_mels.sh and scripts/extract_gta_mels.sh write) or .npy arrays (NVIDIA's mel extraction), given
 as files or folders of them, and writes <file stem><suffix>.wav for each, one
 at a time (padding a batch would change the audio near each mel's end: the vocoders' convolutions see across it).
 Each file's noise is drawn from --seed, so a file gives the same audio alone or among others, and the same audio as

@@ -128,7 +128,7 @@ def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
         raise UserError("--fine-tune-discriminator-from needs --fine-tune-from (the generator to start from)")
     if args.fine_tuning and not args.input_mels_dir:
         raise UserError("--fine-tuning trains on an acoustic model's own mels: give --input-mels-dir DIR "
-                        "(scripts/hifigan/extract_gta_mels.sh writes them)")
+                        "(scripts/extract_gta_mels.sh writes them)")
     if args.fine_tuning and args.fine_tune_from:
         raise UserError("--fine-tuning goes on from the checkpoint in -o/--output, --fine-tune-from starts from "
                         "another one in a new folder: give one of them")

@@ -61,7 +61,7 @@ checkpoint="$OUTPUT_DIR/checkpoint_Tacotron2_last.pt"
 vocoder=()
 vocoder_checkpoint=griffin-lim
 if [ "$INVERTER_EPOCHS" -gt 0 ]; then
-    "$PYTHON" -m scripts.hifigan.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
+    "$PYTHON" -m scripts.extract_gta_mels --tacotron2 "$checkpoint" -d "$DATA_DIR" --cpu --quiet \
         --filelists "$training_filelist" "$FILELISTS/synthetic_audio_text_val.txt" --output-dir "$OUTPUT_DIR/mels_gta"
     inverter_updates=$(( INVERTER_EPOCHS * (training_lines / 8) ))  # the preset's batches of 8
     "$PYTHON" train.py -m MelInverter --config-file configs/melinverter_demo.json -o "$OUTPUT_DIR/melinverter" \

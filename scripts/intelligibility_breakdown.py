@@ -34,7 +34,7 @@ from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_P
                           griffin_lim, griffin_lim_phase, load_wav, save_wav)
 from common.errors import exit_on_user_error
 from common.filelist import read_filelist
-from scripts.hifigan.extract_gta_mels import teacher_forced_mels
+from scripts.extract_gta_mels import teacher_forced_mels
 from scripts.intelligibility import evaluate, render_with_espeak
 from wav2vec2.api import Recognizer
 

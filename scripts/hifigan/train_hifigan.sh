@@ -5,7 +5,7 @@
 #   NUM_GPUS=8 PRECISION=amp|bf16|tf32|fp32 OUTPUT_DIR=./output/hifigan DATA_DIR=data/LJSpeech-1.1 \
 #       scripts/hifigan/train_hifigan.sh [train.py flags]
 #   BATCH_SIZE, GRAD_ACCUMULATION and EPOCHS override the preset's values; DRY_RUN=1 prints the command.
-# Fine-tuning on Tacotron 2's mels afterwards: scripts/hifigan/extract_gta_mels.sh, then
+# Fine-tuning on Tacotron 2's mels afterwards: scripts/extract_gta_mels.sh, then
 # scripts/hifigan/fine_tune_hifigan.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -8,7 +8,7 @@
 #       stage 1: the corpus (scripts/data/synthetic_corpus.py, UTTERANCES utterances) into WORK_DIR/corpus
 #       stage 2: Tacotron 2 for TACOTRON2_SECONDS and HiFi-GAN for HIFIGAN_SECONDS, at the same time (SIDE_BY_SIDE=0:
 #                one after the other, so Tacotron 2 has the GPU to itself)
-#       stage 3: teacher-forced mels of the training set (scripts/hifigan/extract_gta_mels.sh), then HiFi-GAN
+#       stage 3: teacher-forced mels of the training set (scripts/extract_gta_mels.sh), then HiFi-GAN
 #                fine-tuned on them for FINETUNE_SECONDS
 #       stage 4: the first TEST_SENTENCES test sentences and phrases/phrase.txt through Tacotron 2 + Griffin-Lim,
 #                + HiFi-GAN and + the fine-tuned HiFi-GAN; CER and WER of each through scripts/intelligibility.py
@@ -97,7 +97,7 @@ fi
 
 if runs 3 && with_hifigan; then
     echo "== stage 3: teacher-forced mels, then HiFi-GAN fine-tuned on them for ${FINETUNE_SECONDS:-90} s"
-    bash scripts/hifigan/extract_gta_mels.sh --synthetic --tacotron2 "$TACOTRON2" \
+    bash scripts/extract_gta_mels.sh --synthetic --tacotron2 "$TACOTRON2" \
         --data-dir "$CORPUS" --filelists-dir "$LISTS" --output-dir "$WORK_DIR/mels-gta" -bs 32 --overwrite ${extra_flags[@]+"${extra_flags[@]}"} \
         >"$OUTPUT_DIR/extract_gta_mels.log" 2>&1 || { tail -n 20 "$OUTPUT_DIR/extract_gta_mels.log"; exit 1; }
     train_for "${FINETUNE_SECONDS:-90}" "$OUTPUT_DIR/hifigan_ft.log" -m HiFiGAN \

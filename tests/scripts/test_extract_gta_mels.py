@@ -1,4 +1,4 @@
-"""scripts/hifigan/extract_gta_mels.sh: teacher-forced Tacotron 2 mels, one per wav, with the audio's own frame count,
+"""scripts/extract_gta_mels.sh: teacher-forced Tacotron 2 mels, one per wav, with the audio's own frame count,
 the same in any batch, kept on a rerun."""
 import os
 import subprocess
@@ -10,7 +10,7 @@ import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
-from scripts.hifigan import extract_gta_mels
+from scripts import extract_gta_mels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def test_gta_mels_are_frame_aligned_with_their_audio_and_batch_independent(synth
                                                                           tmp_path):
     output = tmp_path / "gta"
     completed = subprocess.run(
-        ["bash", "scripts/hifigan/extract_gta_mels.sh", "--synthetic", "--data-dir", str(synthetic_corpus.dataset_dir),
+        ["bash", "scripts/extract_gta_mels.sh", "--synthetic", "--data-dir", str(synthetic_corpus.dataset_dir),
          "--filelists-dir", str(synthetic_corpus.train_filelist.parent), "--output-dir", str(output),
          "--tacotron2", str(tacotron2_checkpoint), "--cpu", "--quiet", "-bs", "5"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,

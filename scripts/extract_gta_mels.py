@@ -1,6 +1,7 @@
-"""Ground-truth-aligned (GTA) mels for fine-tuning HiFi-GAN on what Tacotron 2 really outputs.
+"""Ground-truth-aligned (GTA) mels for training a vocoder (HiFi-GAN's fine-tuning, the mel inverter) on what
+Tacotron 2 really outputs.
 
-    python -m scripts.hifigan.extract_gta_mels --tacotron2 T.pt -d data/LJSpeech-1.1 \
+    python -m scripts.extract_gta_mels --tacotron2 T.pt -d data/LJSpeech-1.1 \
         --filelists filelists/ljs_audio_text_train_filelist.txt filelists/ljs_audio_text_val_filelist.txt \
         --output-dir data/LJSpeech-1.1/mels-gta [-bs 16] [--seed 1234] [--cpu] [--overwrite]
 

@@ -22,7 +22,7 @@
 # A rerun in the same OUTPUT_DIR resumes the training (--resume-from-last) and, once it is done, only tests again;
 # use a fresh OUTPUT_DIR for a new run. The corpus is built once per DATA_DIR and corpus arguments, the copy once per
 # TRAIN_DATA_DIR and copy arguments; a folder of files that no demo built is never written over (an error names it).
-# 27 to 32½ minutes on a quiet 2-core CPU from a fresh clone, set-up included (2026-11-27 and 28, six runs: the
+# 25 to 32½ minutes on a quiet 2-core CPU from a fresh clone, set-up included (2026-11-27 and 28, seven runs: the
 # machine's speed varies from day to day; wav2vec2/RESULTS.md);
 # OMP_NUM_THREADS=1 is faster where other jobs share the cores.
 set -euo pipefail

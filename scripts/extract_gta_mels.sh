@@ -3,7 +3,7 @@
 # over the filelists (scripts/extract_gta_mels.py says how and why), one <ID>.pt per wav, frame-aligned with it.
 #
 #   scripts/extract_gta_mels.sh --tacotron2 CKPT [--synthetic] [--data-dir D] [--filelists-dir F]
-#                               [--output-dir O] [-bs 16] [--seed 1234] [--cpu] [--overwrite]
+#                       [--output-dir O] [-bs 16] [--seed 1234] [--cpu] [--overwrite]
 #
 # Reads the train/val/test audio filelists in F (default: FILELISTS_DIR or filelists): ljs_audio_text_*_filelist.txt,
 # or synthetic_audio_text_*.txt with --synthetic. D defaults to DATA_DIR or data/LJSpeech-1.1 (data/synthetic with
@@ -11,24 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-synthetic=false
-forwarded=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --synthetic) synthetic=true; shift ;;
-        --data-dir|--filelists-dir|--output-dir)
-            [ $# -ge 2 ] || { echo "extract_gta_mels.sh: error: $1 needs a value" >&2; exit 2; }
-            case "$1" in --data-dir) DATA_DIR=$2 ;; --filelists-dir) FILELISTS_DIR=$2 ;; *) OUTPUT_DIR=$2 ;; esac
-            shift 2
-            ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) forwarded+=("$1"); shift ;;  # the python module rejects what it does not know
-    esac
-done
-
-source scripts/project_python.sh
+TAKES_OUTPUT_DIR=true
 # shellcheck source=scripts/corpus_filelists.sh
-. scripts/corpus_filelists.sh
+. scripts/corpus_filelists.sh "$@"
+source scripts/project_python.sh
 OUTPUT_DIR=${OUTPUT_DIR:-$DATA_DIR/mels-gta}
 
 "$PYTHON" -m scripts.extract_gta_mels -d "$DATA_DIR" --filelists "${filelists[@]}" --output-dir "$OUTPUT_DIR" \

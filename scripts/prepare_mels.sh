@@ -11,24 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-synthetic=false
-forwarded=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --synthetic) synthetic=true; shift ;;
-        --data-dir|--filelists-dir)
-            [ $# -ge 2 ] || { echo "prepare_mels.sh: error: $1 needs a value" >&2; exit 2; }
-            if [ "$1" = --data-dir ]; then DATA_DIR=$2; else FILELISTS_DIR=$2; fi
-            shift 2
-            ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) forwarded+=("$1"); shift ;;  # compute_mels rejects what it does not know
-    esac
-done
-
-source scripts/project_python.sh
 # shellcheck source=scripts/corpus_filelists.sh
-. scripts/corpus_filelists.sh
+. scripts/corpus_filelists.sh "$@"
+source scripts/project_python.sh
 
 "$PYTHON" -m scripts.data.compute_mels --dataset-dir "$DATA_DIR" --audio-filelists "${filelists[@]}" \
     ${forwarded[@]+"${forwarded[@]}"}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fine-tune a trained HiFi-GAN on Tacotron 2's ground-truth-aligned mels (NVIDIA's recipe: the learning rate x3,
 # 3500 more epochs; the loss mel still comes from the real audio).
-#   1. scripts/extract_gta_mels.sh --tacotron2 T2.pt                    # -> data/LJSpeech-1.1/mels-gta/<ID>.pt
+#   1. scripts/extract_gta_mels.sh --tacotron2 T2.pt  # -> data/LJSpeech-1.1/mels-gta/<ID>.pt
 #   2. FINE_TUNE_FROM=output/hifigan/checkpoint_HiFiGAN_last.pt scripts/hifigan/fine_tune_hifigan.sh
 #   3. python inference.py -i phrases/phrase.txt -o out --tacotron2 T2.pt --hifigan output/hifigan_ft/checkpoint_HiFiGAN_last.pt
 # FINE_TUNE_FROM is required: one of our checkpoints, NVIDIA's hifigan_gen_checkpoint_*.pt (with

@@ -21,7 +21,6 @@ import argparse
 import shutil
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -56,26 +55,26 @@ def time_training_updates(steps: int, data: str) -> None:
     import train
     from common.registry import get_recipe
     from common.trainer import Trainer
+    from scripts.benchmark_training import cycling_batches, timed_step
 
     output_dir = tempfile.mkdtemp(prefix="benchmark_attention_")  # the trainer's log; nothing is saved
     args = train.parse_run_args(["-m", "wav2vec2", "finetune", "--config-file", "configs/wav2vec2_asr_demo.json",
                                  "--data", data, "-o", output_dir, "--num-workers", "0"])
     trainer = Trainer(get_recipe(args.model_name), args)
-    trainer.model.train()
-    trainer.train_sampler.set_epoch(0)
-    batches = iter(trainer.train_loader)
+    batches = cycling_batches(trainer)
     seconds = {way: [] for way in WAYS}
     warmup = 2
-    for step in range(warmup + steps):
-        batch = next(batches)
-        for way in (list(WAYS) if step % 2 == 0 else list(WAYS)[::-1]):
-            wav2vec2.model.attention = WAYS[way]  # what SelfAttention calls
-            start = time.perf_counter()
-            trainer.train_step([batch])
-            if step >= warmup:
-                seconds[way].append(time.perf_counter() - start)
-    wav2vec2.model.attention = attention
-    shutil.rmtree(output_dir, ignore_errors=True)
+    try:
+        for step in range(warmup + steps):
+            batch = next(batches)
+            for way in (list(WAYS) if step % 2 == 0 else list(WAYS)[::-1]):
+                wav2vec2.model.attention = WAYS[way]  # what SelfAttention calls
+                step_seconds, _ = timed_step(trainer, batch)
+                if step >= warmup:
+                    seconds[way].append(step_seconds)
+    finally:
+        wav2vec2.model.attention = attention
+        shutil.rmtree(output_dir, ignore_errors=True)
     print(f"training updates of configs/wav2vec2_asr_demo.json on {data}, {steps} batches, seconds an update:")
     for way, times in seconds.items():
         print(f"  attention in {way}: mean {statistics.mean(times):.4f}, median {statistics.median(times):.4f}")

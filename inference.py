@@ -25,6 +25,7 @@ from common.arguments import compatibility_group, read_reference_spellings
 from common.errors import ArgumentParser, exit_on_user_error
 from common.inference_args import add_inference_args, check_inference_args
 from common.registry import DEFAULT_INFERENCE, INFERENCE, get_inference_part, model_name_in
+from common.torch_version import check_torch_version
 
 
 def build_parser(model_name: str | None = None) -> argparse.ArgumentParser:
@@ -50,6 +51,7 @@ def parse_inference_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    check_torch_version()  # before any checkpoint is read: an older torch's weights_only can be bypassed
     argv = sys.argv[1:] if argv is None else argv
     args = parse_inference_args(argv)
     check_inference_args(args)

@@ -16,6 +16,7 @@ from common.arguments import add_training_args, compatibility_group, parse_args,
 from common.errors import USER_ERROR_EXIT_CODE, ArgumentParser
 from common.preemption import PREEMPTED_EXIT_CODE
 from common.registry import RECIPES, get_recipe, model_name_in
+from common.torch_version import check_torch_version
 
 EXIT_STATUS = (
     "exit status: 0 when the run is finished (--epochs, --max-updates or --epochs-this-job reached); "
@@ -44,6 +45,7 @@ def parse_run_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    check_torch_version()  # before any checkpoint is read: an older torch's weights_only can be bypassed
     argv = sys.argv[1:] if argv is None else argv
     args = parse_run_args(argv)
     recipe = get_recipe(args.model_name)

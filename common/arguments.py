@@ -6,8 +6,10 @@ help and default (`flag(...)`); add_dataclass_args makes `--field-name` of each 
 is config_dict of the dataclass built from the parsed flags (config_from_args).
 
 A config file is JSON: flag names (with dashes or underscores) to values, optionally grouped in sections such as
-{"audio": {...}, "training": {...}}. Its values become defaults; flags given on the command line win. Unknown keys
-are errors naming the file, as unknown flags are.
+{"audio": {...}, "training": {...}}. Its values become defaults; flags given on the command line win. Each value goes
+through its flag's own type, range and choices checks, as the command line's tokens do, and the checks across flags
+(check_after_parsing) run on the parsed values wherever they came from. Unknown keys and refused values are errors
+naming the file and the key, as unknown flags and bad values are.
 
 NVIDIA's launch scripts spell flags with underscores (`--max_tokens`), give some shared flags other names (`--lr`,
 `--output_dir`) and pass flags that tune parts of their implementation this one does not have. Every parser reads
@@ -30,6 +32,7 @@ from typing import Callable
 
 from common.audio import AudioParams, add_audio_args
 from common.errors import UserError, UserFileNotFoundError
+from common.filelist import read_text_file
 from common.schedules import add_schedule_args
 
 
@@ -42,12 +45,20 @@ def _at_least(value, minimum):
     return value
 
 
+def _number(text: str, kind: type):
+    """int(text) or float(text), refused in argparse's own words (not in the checker's name, which it would use)."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+
+
 def non_negative_int(text: str) -> int:
-    return _at_least(int(text), 0)
+    return _at_least(_number(text, int), 0)
 
 
 def positive_int(text: str) -> int:
-    return _at_least(int(text), 1)
+    return _at_least(_number(text, int), 1)
 
 
 def odd_positive_int(text: str) -> int:
@@ -58,18 +69,18 @@ def odd_positive_int(text: str) -> int:
 
 
 def probability(text: str) -> float:
-    value = float(text)
+    value = _number(text, float)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
     return value
 
 
 def non_negative_float(text: str) -> float:
-    return _at_least(float(text), 0.0)
+    return _at_least(_number(text, float), 0.0)
 
 
 def positive_float(text: str) -> float:
-    value = float(text)
+    value = _number(text, float)
     if value <= 0.0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
@@ -108,19 +119,20 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     general.add_argument("--log-file", default="nvlog.json", help="DLLogger JSON-lines file, relative to --output")
     general.add_argument("--tensorboard-dir", default=None, help="write TensorBoard events here")
     general.add_argument("--config-file", default=None, help="JSON file of flag defaults (a preset)")
-    general.add_argument("--seed", type=int, default=1234, help="seeds data order, dropout and init on every rank")
+    general.add_argument("--seed", type=non_negative_int, default=1234,
+                         help="seeds data order, dropout and init on every rank")
     general.add_argument("--dry-run", action="store_true",
                          help="print the resolved flags and model configuration, and exit without training")
     general.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration stdout lines")
 
     training = parser.add_argument_group("training (the run ends at --epochs or --max-updates, whichever comes first)")
-    training.add_argument("--epochs", type=int, default=None, help="passes over the training set")
-    training.add_argument("--max-updates", type=int, default=None, help="optimizer steps")
+    training.add_argument("--epochs", type=non_negative_int, default=None, help="passes over the training set")
+    training.add_argument("--max-updates", type=non_negative_int, default=None, help="optimizer steps")
     training.add_argument("--epochs-per-checkpoint", type=non_negative_int, default=50,
                           help="checkpoint every N epochs (0: only at the end)")
     training.add_argument("--save-interval-updates", "--iters-per-checkpoint", dest="save_interval_updates",
-                          type=int, default=0, help="also checkpoint every N optimizer steps (0: off)")
-    training.add_argument("--val-interval-updates", type=int, default=0,
+                          type=non_negative_int, default=0, help="also checkpoint every N optimizer steps (0: off)")
+    training.add_argument("--val-interval-updates", type=non_negative_int, default=0,
                           help="validate every N optimizer steps instead of at the end of each epoch (0: off)")
     training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
     training.add_argument("--resume-from-last", action="store_true",
@@ -138,7 +150,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
                           help="torch.compile the model's hot loops (what each family compiles: <family>/README.md)")
     training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
     training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
-    training.add_argument("--num-workers", type=int, default=2, help="data loader worker processes")
+    training.add_argument("--num-workers", type=non_negative_int, default=2, help="data loader worker processes")
     training.add_argument("--val-interval-epochs", type=positive_int, default=1,
                           help="validate every N epochs and after the last (without --val-interval-updates)")
     training.add_argument("--epochs-this-job", type=non_negative_int, default=0,
@@ -164,13 +176,13 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
                            help="write no checkpoints at all (benchmarks)")
 
     optimization = parser.add_argument_group("optimization")
-    optimization.add_argument("-lr", "--learning-rate", type=float, required=True)
-    optimization.add_argument("--weight-decay", type=float, default=1e-6)
-    optimization.add_argument("--grad-clip-thresh", type=float, default=1.0,
+    optimization.add_argument("-lr", "--learning-rate", type=non_negative_float, required=True)
+    optimization.add_argument("--weight-decay", type=non_negative_float, default=1e-6)
+    optimization.add_argument("--grad-clip-thresh", type=non_negative_float, default=1.0,
                               help="max gradient norm (0: no clipping; the norm is still logged)")
-    optimization.add_argument("-bs", "--batch-size", type=int, default=None,
+    optimization.add_argument("-bs", "--batch-size", type=positive_int, default=None,
                               help="items per batch, per process (models that batch by size take their own flag)")
-    optimization.add_argument("--grad-accumulation", type=int, default=1,
+    optimization.add_argument("--grad-accumulation", type=positive_int, default=1,
                               help="batches accumulated into one optimizer step")
     add_schedule_args(optimization)
 
@@ -183,36 +195,110 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     distributed = parser.add_argument_group("distributed (launch with torchrun or python -m multiproc)")
     distributed.add_argument("--dist-backend", default=None, choices=["nccl", "gloo"],
                              help="default: nccl on GPUs, gloo on CPUs")
+    distributed.add_argument("--distributed-timeout", type=positive_float, default=30.0, metavar="MINUTES",
+                             help="how long a collective may wait for the other ranks before the run ends (torch's "
+                                  "process-group timeout); a rank that fails stops the others at once anyway, so "
+                                  "this only bounds a rank that hangs without failing")
 
 
 def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
-    """Flatten a JSON preset into {dest: value}, rejecting keys that are no flag of this parser."""
+    """A JSON preset's settings as {dest: value}, each value checked and converted by the flag it names exactly as
+    that flag on the command line would be (its type, range and choices checks, then its action): a preset cannot
+    set what the command line could not. A key is a flag's name (dashes or underscores, or one of its other names)
+    or its destination; an unknown key, or a value the flag refuses, is a UserError naming the file and the key."""
     path = Path(path)
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise UserFileNotFoundError(f"--config-file {path} {what}")
+    text = read_text_file(path, "--config-file")
     try:
-        content = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserFileNotFoundError(f"--config-file {path} does not exist")
+        content = json.loads(text)
     except json.JSONDecodeError as error:
         raise UserError(f"--config-file {path} is not valid JSON: {error}")
-    flat = {}
+    if not isinstance(content, dict):
+        raise UserError(f"--config-file {path}: expected a JSON object of flag names to values (optionally in "
+                        f"sections), found {type(content).__name__}")
+    settings = []
     for key, value in content.items():
         if isinstance(value, dict):  # a section such as "audio"
-            flat.update(value)
+            settings += value.items()
         else:
-            flat[key] = value
-    destinations = {action.dest for action in parser._actions}
-    values = {}
-    for key, value in flat.items():
-        action = parser._option_string_actions.get("--" + key.replace("_", "-"))  # a flag's name or alias
-        dest = action.dest if action is not None else key.replace("-", "_")
-        if dest not in destinations:
+            settings.append((key, value))
+    values = argparse.Namespace()  # what the settings' actions set, in the file's order (the last one wins)
+    for key, value in settings:
+        action = preset_action(parser, key)
+        if action is None:
             raise UserError(f"--config-file {path}: unknown setting '{key}'")
-        values[dest] = value
-    return values
+        try:
+            apply_preset_value(parser, action, value, values)
+        except argparse.ArgumentError as error:
+            raise UserError(f"--config-file {path}: {key}: {error.message}") from None
+    return vars(values)
+
+
+def preset_action(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
+    """The flag a preset's key names: by a name of the flag, in either spelling, else by its destination."""
+    options = parser._option_string_actions
+    action = options.get("--" + key.replace("_", "-")) or options.get("--" + key)
+    if action is None:
+        action = next((action for action in parser._actions
+                       if action.option_strings and action.dest == key.replace("-", "_")), None)
+    if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+        return None  # not a setting: they print and exit
+    return action
+
+
+def apply_preset_value(parser: argparse.ArgumentParser, action: argparse.Action, value,
+                       values: argparse.Namespace) -> None:
+    """What `--flag VALUE` would set, with VALUE from JSON: the value becomes the flag's tokens, which go through
+    the parser's own conversion (argparse's type and choices checks, the same path as the command line's tokens)
+    and then the flag's action. A switch takes true or false (false: its --no- form, or off); null is only for a
+    flag whose default is null; a list is for a flag that takes several values."""
+    if action.nargs == 0:  # a switch: store_true, --x/--no-x, --amp/--bf16/--fp32
+        if not isinstance(value, bool):
+            raise argparse.ArgumentError(action, f"expected true or false, got {json.dumps(value)}")
+        negative = next((name for name in action.option_strings if name.startswith("--no-")), None)
+        if value or negative is not None:
+            action(parser, values, None, action.option_strings[0] if value else negative)
+        else:
+            setattr(values, action.dest, False)
+        return
+    if value is None:
+        if action.required:
+            raise argparse.ArgumentError(action, "a value is required here, not null")
+        if action.default is not None:
+            raise argparse.ArgumentError(action, f"null is only for a setting whose default is null; give a value "
+                                                 f"(the default is {json.dumps(action.default, default=str)})")
+        setattr(values, action.dest, None)
+        return
+    several = action.nargs in ("+", "*") or isinstance(action.nargs, int)
+    if isinstance(value, list) and not several:
+        raise argparse.ArgumentError(action, f"expected one value, got a list: {json.dumps(value)}")
+    items = value if isinstance(value, list) else [value]
+    if isinstance(action.nargs, int) and len(items) != action.nargs:
+        raise argparse.ArgumentError(action, f"expected a list of {action.nargs} values, got {json.dumps(value)}")
+    if action.nargs == "+" and not items:
+        raise argparse.ArgumentError(action, "expected at least one value, got an empty list")
+    if any(isinstance(item, dict) for item in items):
+        raise argparse.ArgumentError(action, f"expected a value or a list of values, got {json.dumps(value)}")
+    # JSON's spelling of a value is its command-line token (true, 0.001, "text"), which argparse converts; a list of
+    # lists is one token, its JSON text, as on the command line (HiFi-GAN's --resblock-dilation-sizes).
+    if any(isinstance(item, list) for item in items):
+        items = [json.dumps(items)]
+    tokens = [item if isinstance(item, str) else json.dumps(item) for item in items]
+    action(parser, values, parser._get_values(action, tokens if several else tokens[:1]), action.option_strings[0])
+
+
+def check_after_parsing(parser: argparse.ArgumentParser, check: Callable[[argparse.Namespace], None]) -> None:
+    """Have parse_args run check(args) on the parsed values: for what no one flag's type can check (values that
+    must agree with each other, such as the audio flags), so that it holds whether the values came from the command
+    line or a preset. check raises a UserError naming the flags."""
+    vars(parser).setdefault("checks_after_parsing", []).append(check)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """parse_args that first applies --config-file as defaults (so the file may supply required flags)."""
+    """parse_args that first applies --config-file as defaults (so the file may supply required flags), each value
+    checked as the flag it names (read_config_file), then runs the checks across flags (check_after_parsing)."""
     config_path = None
     for index, token in enumerate(argv):
         if token == "--config-file" and index + 1 < len(argv):
@@ -225,7 +311,10 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
             if action.dest in values:
                 action.required = False
         parser.set_defaults(**values)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for check in vars(parser).get("checks_after_parsing", []):
+        check(args)
+    return args
 
 
 # ---- a family's config dataclass and its flags -------------------------------------------------------------------

@@ -53,6 +53,24 @@ class AudioParams:
     def from_args(cls, args: argparse.Namespace) -> "AudioParams":
         return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
 
+    def check_flags(self) -> None:
+        """Raise a UserError naming the flags when the values cannot make a mel spectrogram together: a hop longer
+        than the window skips samples (torch.istft refuses it), a window longer than the FFT does not fit in it, and
+        a filterbank above the Nyquist frequency has filters over frequencies the audio cannot hold. Only a family
+        that computes mels checks them (wav2vec 2.0 reads audio at any --sampling-rate and no mel flag)."""
+        if self.hop_length > self.win_length:
+            raise UserError(f"--hop-length {self.hop_length} is longer than --win-length {self.win_length}: the "
+                            "windows would skip samples; give a hop of at most the window")
+        if self.win_length > self.filter_length:
+            raise UserError(f"--win-length {self.win_length} is longer than --filter-length {self.filter_length} "
+                            "(the FFT size): the window must fit in the FFT")
+        nyquist = self.sampling_rate / 2
+        if self.mel_fmax > nyquist:
+            raise UserError(f"--mel-fmax {self.mel_fmax:g} is above the Nyquist frequency of --sampling-rate "
+                            f"{self.sampling_rate} ({nyquist:g} Hz): give --mel-fmax {nyquist:g} or less")
+        if self.mel_fmin >= self.mel_fmax:
+            raise UserError(f"--mel-fmin {self.mel_fmin:g} must be below --mel-fmax {self.mel_fmax:g}")
+
     def check_matches(self, other: "AudioParams", this_name: str, other_name: str) -> None:
         """Raise a UserError (a ValueError) naming every parameter on which two components disagree."""
         differences = [
@@ -68,15 +86,25 @@ class AudioParams:
 
 
 def add_audio_args(parser: argparse.ArgumentParser) -> None:
+    """The audio flags, each with its range check. What they must satisfy together (a window within the FFT, the
+    mel filterbank below the Nyquist frequency) is AudioParams.check_flags, which a family that computes mels has
+    parse_args run on the parsed values (check_audio_flags)."""
+    from common.arguments import non_negative_float, positive_float, positive_int  # it imports this module
+
     group = parser.add_argument_group("audio parameters")
     defaults = AudioParams()
-    group.add_argument("--sampling-rate", type=int, default=defaults.sampling_rate)
-    group.add_argument("--filter-length", type=int, default=defaults.filter_length, help="FFT size")
-    group.add_argument("--hop-length", type=int, default=defaults.hop_length)
-    group.add_argument("--win-length", type=int, default=defaults.win_length)
-    group.add_argument("--n-mel-channels", type=int, default=defaults.n_mel_channels)
-    group.add_argument("--mel-fmin", type=float, default=defaults.mel_fmin)
-    group.add_argument("--mel-fmax", type=float, default=defaults.mel_fmax)
+    group.add_argument("--sampling-rate", type=positive_int, default=defaults.sampling_rate)
+    group.add_argument("--filter-length", type=positive_int, default=defaults.filter_length, help="FFT size")
+    group.add_argument("--hop-length", type=positive_int, default=defaults.hop_length)
+    group.add_argument("--win-length", type=positive_int, default=defaults.win_length)
+    group.add_argument("--n-mel-channels", type=positive_int, default=defaults.n_mel_channels)
+    group.add_argument("--mel-fmin", type=non_negative_float, default=defaults.mel_fmin)
+    group.add_argument("--mel-fmax", type=positive_float, default=defaults.mel_fmax)
+
+
+def check_audio_flags(args: argparse.Namespace) -> None:
+    """AudioParams.check_flags of the parsed audio flags (common.arguments.check_after_parsing runs it)."""
+    AudioParams.from_args(args).check_flags()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -85,14 +113,16 @@ def add_audio_args(parser: argparse.ArgumentParser) -> None:
 
 def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1, *, source: str | None = None,
              mix_to_mono: bool = False, resample: bool = False, resample_flag: str | None = None,
-             normalize: bool = False) -> torch.Tensor:
+             normalize: bool = False, min_samples_reason: str | None = None) -> torch.Tensor:
     """Read a sound file (wav, flac, any format soundfile reads) as float32 mono in [-1, 1] at
-    expected_sampling_rate; every failure names the file, after `source` (e.g. "train.tsv:5") if given.
+    expected_sampling_rate; every failure names the file, after `source` (e.g. "train.tsv:5") if given. A file
+    holding NaN or infinite samples is refused.
 
     mix_to_mono: average the channels of a file with several (else it is refused). resample: bring a file at another
     rate to expected_sampling_rate (resample_audio); without it such a file is refused, the message naming
     resample_flag where the caller has a flag that turns resampling on (wav2vec 2.0's --resample). normalize: zero
-    mean and unit variance over the whole file (F.layer_norm, as fairseq's --normalize)."""
+    mean and unit variance over the whole file (F.layer_norm, as fairseq's --normalize). A file of fewer than
+    min_samples samples (after resampling) is refused, saying min_samples_reason if given."""
     path = Path(path)
     where = f"{source}: " if source else ""
     if not path.is_file():
@@ -103,6 +133,11 @@ def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1
         raise UserError(f"{where}cannot read audio file {path}: {error}") from error
     if audio.shape[0] == 0:
         raise UserError(f"{where}{path} holds no samples")
+    non_finite = ~np.isfinite(audio)  # a float wav can hold them; a loss or a transcript of them means nothing
+    if non_finite.any():
+        first = int(non_finite.any(axis=1).argmax())
+        raise UserError(f"{where}{path} holds {int(non_finite.sum())} NaN or infinite samples (the first is sample "
+                        f"{first}, at {first / sampling_rate:.3f} s): repair the file or leave it out")
     if sampling_rate != expected_sampling_rate and not resample:
         if resample_flag is not None:
             raise UserError(f"{where}{path} is at {sampling_rate} Hz, expected {expected_sampling_rate} Hz (resample "
@@ -115,7 +150,8 @@ def load_wav(path: str | Path, expected_sampling_rate: int, min_samples: int = 1
     if sampling_rate != expected_sampling_rate:
         audio = resample_audio(audio, sampling_rate, expected_sampling_rate)
     if audio.shape[0] < min_samples:
-        raise UserError(f"{where}{path}: has {audio.shape[0]} samples, expected at least {min_samples}")
+        raise UserError(f"{where}{path}: has {audio.shape[0]} samples, expected at least {min_samples}"
+                        + (f": {min_samples_reason}" if min_samples_reason else ""))
     waveform = torch.from_numpy(np.ascontiguousarray(audio))
     if normalize:  # per file, over the whole of it, as fairseq (before any crop)
         waveform = F.layer_norm(waveform, waveform.shape)

@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from common.errors import UserError, UserFileNotFoundError
+from common.torch_version import check_torch_version
 
 FORMAT_VERSION = 1
 
@@ -35,6 +36,17 @@ def checkpoint_path(output_dir: str | Path, model_name: str, epoch: int) -> Path
 
 def last_checkpoint_pointer(output_dir: str | Path, model_name: str) -> Path:
     return Path(output_dir) / f"checkpoint_{model_name}_last.pt"
+
+
+def periodic_checkpoints(output_dir: str | Path, model_name: str) -> list[Path]:
+    """The periodic checkpoints of `model_name` in `output_dir` (those the `last` link follows): files named
+    checkpoint_<model>_<epochs>.pt, or checkpoint_<model>_<epoch>_<batches>.pt mid-epoch; not the `last` link, the
+    best checkpoint, nor a save's hidden temporary. In name order, which is not their order in training."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    name = re.compile(rf"checkpoint_{re.escape(model_name)}_\d+(_\d+)?\.pt")
+    return sorted(path for path in folder.iterdir() if name.fullmatch(path.name) and path.is_file())
 
 
 @contextmanager
@@ -55,10 +67,38 @@ def replaced_whole(path: Path):
             temporary.unlink()
 
 
+class _FileKeepingWriteErrors:
+    """A file for torch.save that keeps the OSError of a write the system refused. torch.save's zip writer turns that
+    error (ENOSPC on a full disk, EFBIG past a file-size limit) into a RuntimeError ("unexpected pos 704 vs 598")
+    that no longer says why, and that is no OSError: the write would end in a traceback instead of the error line
+    naming the checkpoint, and under DDP rank 0 would die without telling the other ranks."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.refused: OSError | None = None
+
+    def write(self, data) -> int:
+        try:
+            return self.handle.write(data)
+        except OSError as error:
+            self.refused = error
+            raise
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+
 def save_checkpoint(checkpoint: dict, path: str | Path) -> None:
-    """Write `checkpoint` to `path` whole or not at all (flushed to disk before it takes the name)."""
+    """Write `checkpoint` to `path` whole or not at all (flushed to disk before it takes the name). A write the
+    system refuses (a full disk, a file-size limit) is a UserError naming `path` (see replaced_whole)."""
     with replaced_whole(Path(path)) as temporary, open(temporary, "wb") as handle:
-        torch.save(checkpoint, handle)
+        writer = _FileKeepingWriteErrors(handle)
+        try:
+            torch.save(checkpoint, writer)
+        except RuntimeError as error:
+            if writer.refused is None:
+                raise  # not the disk: a bug (an object that cannot be pickled)
+            raise writer.refused from error
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -71,10 +111,38 @@ def point_last_checkpoint_to(output_dir: str | Path, model_name: str, target: Pa
 
 def _unwritable(path: Path, error: OSError) -> UserError:
     """A write the system refused (ENOSPC, EDQUOT, EACCES, EROFS...), as the user's to fix."""
-    advice = ("free space on that disk" if error.errno in (errno.ENOSPC, errno.EDQUOT)
-              else "make the folder writable or write elsewhere")
+    advice = refused_write_advice(error)
     return UserError(f"cannot write checkpoint {path}: {error.strerror or error} (nothing half-written was left "
                      f"there, and the checkpoints written before are intact); {advice}")
+
+
+def refused_write_advice(error: OSError) -> str:
+    """What the user can do about a write the system refused, by its errno."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free space on that disk"
+    if error.errno == errno.EFBIG:  # past the process's file-size limit (ulimit -f) or the file system's
+        return "raise the file-size limit (ulimit -f) or write to another file system"
+    return "make the folder writable or write elsewhere"
+
+
+# The temporary of a save (replaced_whole): .checkpoint_<model>_<name>.pt.tmp-<process id>.
+def _temporary_name(model_name: str) -> re.Pattern:
+    return re.compile(rf"\.checkpoint_{re.escape(model_name)}_\w+\.pt\.tmp-\d+")
+
+
+def remove_stale_temporaries(output_dir: str | Path, model_name: str) -> list[Path]:
+    """Delete the save temporaries of `model_name` left in `output_dir` by a process killed while it wrote a
+    checkpoint (SIGKILL, a node lost): never loaded, they would otherwise take a checkpoint's space on the disk for
+    good. At start-up, before this run writes any: a run of the same model writing into the same folder at the same
+    time would overwrite this run's checkpoints and `last` link anyway. Returns the files deleted."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    pattern = _temporary_name(model_name)
+    stale = sorted(path for path in folder.iterdir() if pattern.fullmatch(path.name))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def bytes_in_words(count: float) -> str:
@@ -127,6 +195,7 @@ def existing_checkpoint_file(path: str | Path, flag: str | None = None) -> tuple
 def load_checkpoint(path: str | Path, expected_model: str | None = None, flag: str | None = None) -> dict:
     """Read a checkpoint safely (tensors and plain containers only) and check which model it belongs to.
     `flag` is the command-line flag that gave the path, for the error messages."""
+    check_torch_version()  # the Python APIs load through here without train.py's or inference.py's check
     path, source = existing_checkpoint_file(path, flag)
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)

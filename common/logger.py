@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from datetime import datetime
 from pathlib import Path
 
 import torch
 
+from common.checkpoint import refused_write_advice
+from common.errors import UserError
 
 NON_FINITE_TEXTS = frozenset(str(value) for value in (math.nan, math.inf, -math.inf))
 
@@ -57,21 +60,46 @@ def is_update_record(record: dict) -> bool:
 
 
 class RunLogger:
+    """A file the log cannot be written to is a UserError naming it: at start-up (`--log-file` naming a folder, a
+    folder that cannot be made, `--tensorboard-dir` naming a file) and mid-run (a full disk, a file-size limit)."""
+
     def __init__(self, log_file: str | Path | None, tensorboard_dir: str | Path | None = None,
                  enabled: bool = True):
         self.enabled = enabled
         self.start_time = time.time()
+        self.log_file = Path(log_file) if log_file is not None else None
         self.handle = None
+        self.logged_bytes = 0  # the size of the log file after the last whole record
         self.tensorboard = None
         if not enabled:
             return
-        if log_file is not None:
-            Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-            self.handle = open(log_file, "a", buffering=1)
+        if self.log_file is not None:
+            if self.log_file.is_dir():
+                raise UserError(f"--log-file {self.log_file} is a folder; give the name of the log file to write "
+                                "(nvlog.json unless given)")
+            in_the_way = _file_in_place_of_a_folder(self.log_file.parent)
+            if in_the_way is not None:
+                raise UserError(f"--log-file {self.log_file}: {in_the_way} is a file, not a folder; give a path "
+                                "in a folder")
+            try:
+                self.log_file.parent.mkdir(parents=True, exist_ok=True)
+                self.handle = open(self.log_file, "a", buffering=1)
+            except OSError as error:
+                raise UserError(f"--log-file {self.log_file}: cannot create it or append to it: "
+                                f"{error.strerror or error}; {refused_write_advice(error)}") from error
+            self.logged_bytes = self.handle.tell()
         if tensorboard_dir is not None:
+            in_the_way = _file_in_place_of_a_folder(Path(tensorboard_dir))
+            if in_the_way is not None:
+                raise UserError(f"--tensorboard-dir {tensorboard_dir}: {in_the_way} is a file, not a folder; give "
+                                "a folder for the TensorBoard events")
             from torch.utils.tensorboard import SummaryWriter  # imported late: tensorboard is slow to import
 
-            self.tensorboard = SummaryWriter(str(tensorboard_dir))
+            try:
+                self.tensorboard = SummaryWriter(str(tensorboard_dir))
+            except OSError as error:
+                raise UserError(f"--tensorboard-dir {tensorboard_dir}: cannot create the folder or write in it: "
+                                f"{error.strerror or error}; {refused_write_advice(error)}") from error
 
     def _write(self, record_type: str, step, data: dict) -> None:
         now = time.time()
@@ -84,7 +112,27 @@ class RunLogger:
             "data": _jsonable(data),
         }
         if self.handle is not None:
-            self.handle.write("DLLL " + json.dumps(record) + "\n")
+            line = "DLLL " + json.dumps(record) + "\n"
+            try:
+                self.handle.write(line)
+            except OSError as error:
+                self._stop_after_a_refused_write()
+                raise UserError(f"cannot write the log {self.log_file}: {error.strerror or error} (the records "
+                                f"before are intact); {refused_write_advice(error)}") from error
+            self.logged_bytes += len(line.encode())
+
+    def _stop_after_a_refused_write(self) -> None:
+        """After a write the system refused (a full disk): close the log without the failing record, whose start
+        may have reached the file, so that the log ends with a whole record and a resumed run appends after it."""
+        handle, self.handle = self.handle, None
+        try:
+            handle.close()  # flushes what is left of the record, which fails again: the file is closed all the same
+        except OSError:
+            pass
+        try:
+            os.truncate(self.log_file, self.logged_bytes)
+        except OSError:
+            pass  # then the log ends in part of a record
 
     def metadata(self, metric: str, unit: str, **extra) -> None:
         if self.enabled:
@@ -118,11 +166,24 @@ class RunLogger:
 
     def close(self) -> None:
         if self.handle is not None:
-            self.handle.close()
-            self.handle = None
+            handle, self.handle = self.handle, None
+            try:
+                handle.close()
+            except OSError as error:
+                raise UserError(f"cannot write the log {self.log_file}: {error.strerror or error}; "
+                                f"{refused_write_advice(error)}") from error
         if self.tensorboard is not None:
             self.tensorboard.close()
             self.tensorboard = None
+
+
+def _file_in_place_of_a_folder(folder: Path) -> Path | None:
+    """The file, if any, that stands at `folder` or at one of the folders above it, so that it cannot be made (the
+    system's own message for that, "File exists", does not say which)."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
 
 
 def _format(value) -> str:

@@ -42,7 +42,10 @@ class StopRequests:
 
     def __exit__(self, *exc_info) -> None:
         for number, handler in self._previous_handlers.items():
-            signal.signal(number, handler)
+            # Once a stop was asked for, the run has saved and is on its way out with PREEMPTED_EXIT_CODE: a second
+            # signal (a batch system repeats its SIGTERM) must not turn that status into death by signal, which a
+            # job script would not requeue.
+            signal.signal(number, signal.SIG_IGN if self.received is not None else handler)
 
 
 def ignore_stop_signals(worker_id: int) -> None:

@@ -1,5 +1,6 @@
 """Reading pickles of other implementations' training files (fairseq, NVIDIA) without running anything they hold.
 
+    content = read_checkpoint_of_any_origin(path, "--w2v-path")  # ours with weights_only=True, theirs restricted
     content = read_restricted(path, "--w2v-path")  # tensors, plain containers, config objects as plain dicts
 
 torch.load(weights_only=True) refuses the argparse.Namespace and omegaconf DictConfig that such files hold, and
@@ -8,12 +9,19 @@ argparse.Namespace becomes a dict, omegaconf's containers and nodes (and fairseq
 reference) become stand-ins that only keep the state the pickle hands them (omegaconf need not be installed), tensors
 are rebuilt by torch's own functions, and any other class or function a file names is refused with a UserError
 naming the file and the class, before it is called.
+
+This project's own files hold only tensors and plain containers, and load with torch.load(weights_only=True)
+(common.checkpoint.load_checkpoint) like every checkpoint here; read_checkpoint_of_any_origin turns to the restricted
+unpickler only for a file that weights_only refuses for the objects it names. A site that sets
+TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 forbids any other unpickler, so there a fairseq file is refused with what to do: convert
+it once elsewhere (python -m wav2vec2.convert) into a file of this project.
 """
 from __future__ import annotations
 
 import builtins
 import collections
 import importlib
+import os
 import pathlib
 import pickle
 import types
@@ -21,8 +29,9 @@ from pathlib import Path
 
 import torch
 
-from common.checkpoint import existing_checkpoint_file
+from common.checkpoint import existing_checkpoint_file, load_checkpoint
 from common.errors import UserError
+from common.torch_version import check_torch_version
 
 
 class RefusedGlobal(pickle.UnpicklingError):
@@ -192,10 +201,43 @@ RESTRICTED_PICKLE = types.SimpleNamespace(__name__="common.safe_unpickle.restric
                                           Unpickler=_RestrictedUnpickler, load=_restricted_load)
 
 
+def weights_only_is_forced() -> bool:
+    """Whether TORCH_FORCE_WEIGHTS_ONLY_LOAD makes every torch.load weights_only=True (as torch reads it), which
+    also refuses a pickle_module such as the restricted unpickler's."""
+    return os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true")
+
+
+def names_objects(error: BaseException | None) -> bool:
+    """Whether torch.load(weights_only=True) failed because the pickle names a class or function it does not
+    allow (fairseq's argparse.Namespace, omegaconf's containers), not because the file is damaged."""
+    return isinstance(error, pickle.UnpicklingError) and "Unsupported global" in str(error)
+
+
+def read_checkpoint_of_any_origin(path: str | Path, flag: str | None = None):
+    """A checkpoint of this project (or any file of tensors and plain containers, as NVIDIA's hold) read with
+    weights_only=True through common.checkpoint.load_checkpoint; a file that weights_only refuses for the objects it
+    names (fairseq's configuration) through read_restricted. Damage is reported as read_restricted reports it."""
+    try:
+        return load_checkpoint(path, flag=flag)
+    except UserError as refused:
+        # Raised with no cause: the file was read (or is missing), and the message says what is wrong with it.
+        if refused.__cause__ is None or (weights_only_is_forced() and not names_objects(refused.__cause__)):
+            raise
+    return read_restricted(path, flag)
+
+
 def read_restricted(path: str | Path, flag: str | None = None):
     """torch.load of `path` through the restricted unpickler: tensors, plain containers, and configuration objects
     as plain dicts (see to_plain). A file naming anything else is refused with a UserError naming the class."""
+    check_torch_version()
     path, source = existing_checkpoint_file(path, flag)
+    if weights_only_is_forced():
+        raise UserError(
+            f"cannot read {source}: TORCH_FORCE_WEIGHTS_ONLY_LOAD is set, which allows only torch.load("
+            "weights_only=True), and this file holds objects that it refuses (fairseq's or NVIDIA's configuration, "
+            "which this project otherwise reads with a restricted unpickler of its own); convert it once where that "
+            f"variable is not set (python -m wav2vec2.convert --checkpoint {path} --output converted.pt) and give "
+            "the converted file, which loads with weights_only=True")
     try:
         content = torch.load(path, map_location="cpu", pickle_module=RESTRICTED_PICKLE, weights_only=False)
     except RefusedGlobal as error:

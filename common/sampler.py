@@ -4,9 +4,12 @@ Two samplers share that contract (set_epoch(epoch, skip_batches), len(), iterati
 EpochBatchSampler makes batches of a fixed number of items; MaxTokensBatchSampler fills each batch up to a budget of
 padded length (items x longest item), the batching of speech recognition where utterances vary 10x in length.
 Both are pure functions of (seed, epoch): every rank computes the same global list of batches and takes its share.
+A run resumed mid-epoch with other batching than the run that began the epoch (another batch size, number of ranks,
+--max-tokens) gives them a ResumedEpoch: that epoch's items already taken are left out and the others batched anew.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import torch
@@ -14,7 +17,61 @@ from torch.utils.data import Sampler
 
 from common.errors import UserError
 
-class EpochBatchSampler(Sampler[list[int]]):
+
+@dataclass
+class ResumedEpoch:
+    """An epoch resumed with other batching than the run that began it (common/training_state.py finds out which
+    items that run had taken). The epoch's other items are batched anew, and the trainer's count of the epoch's
+    batches goes on from `batches_before` (what each rank had taken), so set_epoch(epoch, skip_batches) skips
+    skip_batches - batches_before of the new batches. Saved in the checkpoint until the epoch ends, so a second stop
+    in the same epoch resumes too."""
+    epoch: int
+    seen_items: torch.Tensor  # int64 indices of the items taken before, in any order
+    batches_before: int
+
+    def to_checkpoint(self) -> dict:
+        return {"epoch": self.epoch, "seen_items": self.seen_items.clone(), "batches_before": self.batches_before}
+
+    @classmethod
+    def from_checkpoint(cls, saved: dict | None) -> "ResumedEpoch | None":
+        if not saved:
+            return None
+        return cls(int(saved["epoch"]), saved["seen_items"].long(), int(saved["batches_before"]))
+
+
+def batch_items(batch: list) -> list[int]:
+    """The item indices of a batch a sampler yields: ints, or (index, sub-batch) pairs (wav2vec 2.0's ConcatBatches)."""
+    return [int(entry[0]) if isinstance(entry, tuple) else int(entry) for entry in batch]
+
+
+class ResumableEpochs:
+    """set_epoch(epoch, skip_batches) and the ResumedEpoch bookkeeping the samplers share."""
+    epoch: int
+    skip_batches: int
+    resumed_epoch: ResumedEpoch | None
+
+    def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
+        self.epoch, self.skip_batches = epoch, skip_batches
+
+    def resume_epoch_without(self, resumed: ResumedEpoch) -> None:
+        self.resumed_epoch = resumed
+
+    def _in_resumed_epoch(self) -> bool:
+        return self.resumed_epoch is not None and self.resumed_epoch.epoch == self.epoch
+
+    def _unseen(self, order: torch.Tensor) -> torch.Tensor:
+        """`order` (item indices) without the items a resumed epoch had already taken."""
+        if not self._in_resumed_epoch():
+            return order
+        return order[~torch.isin(order, self.resumed_epoch.seen_items)]
+
+    def _batches_to_skip(self) -> int:
+        if not self._in_resumed_epoch():
+            return self.skip_batches
+        return max(self.skip_batches - self.resumed_epoch.batches_before, 0)
+
+
+class EpochBatchSampler(ResumableEpochs, Sampler[list[int]]):
     """Yields the batches of this rank for the epoch given to set_epoch().
 
     Every rank draws the same permutation from (seed, epoch) and takes every world_size-th batch, so ranks never see
@@ -38,14 +95,13 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.bucket_size = bucket_size
         self.epoch = 0
         self.skip_batches = 0
-
-    def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
-        self.epoch, self.skip_batches = epoch, skip_batches
+        self.resumed_epoch = None
 
     def _all_batches(self) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
         order = torch.randperm(self.num_items, generator=generator) if self.shuffle else torch.arange(self.num_items)
-        if self.lengths is not None:
+        order = self._unseen(order)
+        if self.lengths is not None and len(order):  # a resumed epoch may have no item left
             window = self.batch_size * self.bucket_size
             chunks = [order[start:start + window] for start in range(0, len(order), window)]
             order = torch.cat([chunk[torch.argsort(self.lengths[chunk], descending=True, stable=True)]
@@ -60,13 +116,13 @@ class EpochBatchSampler(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         mine = self._all_batches()[self.rank::self.world_size]
-        return iter(mine[self.skip_batches:])
+        return iter(mine[self._batches_to_skip():])
 
     def __len__(self) -> int:
-        return len(self._all_batches()[self.rank::self.world_size]) - self.skip_batches
+        return max(len(self._all_batches()[self.rank::self.world_size]) - self._batches_to_skip(), 0)
 
 
-class MaxTokensBatchSampler(Sampler[list[int]]):
+class MaxTokensBatchSampler(ResumableEpochs, Sampler[list[int]]):
     """Batches whose padded size (number of items x longest item) stays within max_tokens.
 
     Items are shuffled with (seed, epoch), then stably sorted by length, so each batch holds items of similar length
@@ -93,16 +149,15 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.epoch = 0
         self.skip_batches = 0
+        self.resumed_epoch = None
         if len(self._all_batches()) < world_size and drop_uneven:
             raise UserError(f"{len(self.lengths)} items make fewer than one batch of --max-tokens {max_tokens} for "
                             f"each of {world_size} ranks; lower --max-tokens or add data")
 
-    def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
-        self.epoch, self.skip_batches = epoch, skip_batches
-
     def _all_batches(self) -> list[list[int]]:
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
         order = self.fitting[torch.randperm(len(self.fitting), generator=generator)] if self.shuffle else self.fitting
+        order = self._unseen(order)
         order = order[torch.argsort(self.lengths[order], stable=True)].tolist()
         batches, batch, longest = [], [], 0
         for index in order:
@@ -121,10 +176,10 @@ class MaxTokensBatchSampler(Sampler[list[int]]):
         return batches[:usable]
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._all_batches()[self.rank::self.world_size][self.skip_batches:])
+        return iter(self._all_batches()[self.rank::self.world_size][self._batches_to_skip():])
 
     def __len__(self) -> int:
-        return len(self._all_batches()[self.rank::self.world_size]) - self.skip_batches
+        return max(len(self._all_batches()[self.rank::self.world_size]) - self._batches_to_skip(), 0)
 
 
 def fixed_size_batches(args, dataset, context, lengths: list[int] | None = None) -> EpochBatchSampler:

@@ -27,7 +27,7 @@ from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, barrier,
-                                fail_together, init_distributed, shutdown, wrap_parts)
+                                fail_together, init_distributed, record_failure, shutdown, wrap_parts)
 from common.errors import UserError
 from common.logger import RunLogger
 from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals
@@ -82,11 +82,14 @@ class Trainer:
             raise UserError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
         self.recipe, self.args = recipe, args
         check_warm_start_args(args, recipe)
-        self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend)
+        self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend,
+                                                            timeout_minutes=args.distributed_timeout)
         self.device = self.context.device
         configure_backends(args)
         seed_everything(args.seed + self.context.rank)
         make_output_folder(args.output)
+        if self.context.is_main:
+            self.remove_stale_temporaries()
 
         self.audio_params = AudioParams.from_args(args)
         self.text = recipe.text_processor(args) if recipe.text_processor is not None else None
@@ -95,7 +98,8 @@ class Trainer:
         if recipe.init_weights is not None:
             recipe.init_weights(model, args)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
-        resume_from, resume_flag = find_resume_checkpoint(args, recipe.name) or (None, None)
+        resume_from, resume_flag = (find_resume_checkpoint(args, recipe.name, is_main=self.context.is_main)
+                                    or (None, None))
         if args.warm_start and resume_from is None:  # before compiling, which may rename the weights
             warm_start(self)
         if args.compile and recipe.compile_model is not None:
@@ -194,6 +198,11 @@ class Trainer:
             # checkpoint. (The SIGABRT once seen at that point was gloo meeting the interpreter's teardown: see
             # common.distributed.run_entry_point.)
             barrier()
+        except Exception as error:
+            # Before shutdown() below ends this rank's connections: the other ranks, whose collectives with this
+            # one then fail, must find the failure already written (common.distributed.FailureBoard).
+            record_failure(error)
+            raise
         finally:
             self.logger.close()
             shutdown()
@@ -523,6 +532,14 @@ class Trainer:
         fail_together(failure)  # also what holds the other ranks until the checkpoint is written
         if point_last:
             self.saved_at, self.last_checkpoint = self.iteration, path
+
+    def remove_stale_temporaries(self) -> None:
+        """At start-up, on rank 0: the half-written checkpoints a killed run left in the output folder (see
+        common.checkpoint.remove_stale_temporaries), said once."""
+        removed = ckpt.remove_stale_temporaries(self.args.output, self.recipe.name)
+        if removed:
+            print(f"removed {len(removed)} half-written checkpoint file(s) left by a run killed while saving: "
+                  f"{', '.join(path.name for path in removed)}", flush=True)
 
     def write_checkpoint(self, path: Path, rng_states: list, point_last: bool, outdated: list[str]) -> None:
         """Rank 0's part of save(): the file, the `last` link, only then the deletion of outdated checkpoints, and a

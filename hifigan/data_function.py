@@ -6,9 +6,24 @@ from __future__ import annotations
 import argparse
 
 from common import mel_audio_data
+from common.arguments import check_after_parsing, positive_float
+from common.audio import check_audio_flags
+from common.errors import UserError
 
 
 def add_data_args(parser: argparse.ArgumentParser) -> None:
     group = mel_audio_data.add_data_args(parser, "HiFi-GAN", default_segment_length=8192)
-    group.add_argument("--mel-fmax-loss", type=float, default=None,
+    group.add_argument("--mel-fmax-loss", type=positive_float, default=None,
                        help="top of the mel filterbank of the loss's mel (default: sampling rate / 2)")
+    check_after_parsing(parser, check_mel_flags)
+
+
+def check_mel_flags(args: argparse.Namespace) -> None:
+    """The audio flags of the input mels (AudioParams.check_flags), and the loss mel's top, which must lie within the
+    audio's frequencies too."""
+    check_audio_flags(args)
+    nyquist = args.sampling_rate / 2
+    if args.mel_fmax_loss is not None and args.mel_fmax_loss > nyquist:
+        raise UserError(f"--mel-fmax-loss {args.mel_fmax_loss:g} is above the Nyquist frequency of --sampling-rate "
+                        f"{args.sampling_rate} ({nyquist:g} Hz): give {nyquist:g} or less, or leave it out (the "
+                        "default is the Nyquist frequency)")

@@ -6,8 +6,9 @@ import argparse
 from dataclasses import dataclass
 
 from common import mel_audio_data
-from common.arguments import (add_dataclass_args, audio_flag, config_dict, config_from_args, flag, not_a_flag,
-                              positive_int)
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
+                              flag, not_a_flag, positive_int)
+from common.audio import check_audio_flags
 
 
 @dataclass
@@ -22,6 +23,7 @@ class MelInverterConfig:
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser.add_argument_group("mel inverter architecture"), MelInverterConfig)
+    check_after_parsing(parser, check_audio_flags)  # it maps mels of these flags to their STFT
     # 64 frames a crop: the loss leaves out the 2 frames at each end whose FFT window reaches past the crop.
     mel_audio_data.add_data_args(parser, "mel inverter", default_segment_length=16384)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common.arguments import add_dataclass_args, audio_flag, config_dict, config_from_args, flag
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
+                              flag)
+from common.audio import check_audio_flags
 from nvwavenet.model import UPSAMPLING_MODES
 
 
@@ -28,6 +30,7 @@ class WaveNetConfig:
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser.add_argument_group("WaveNet architecture"), WaveNetConfig)
+    check_after_parsing(parser, check_audio_flags)  # it is conditioned on mels of these flags
 
     training = parser.add_argument_group("WaveNet training")
     training.add_argument("--segment-length", type=int, default=16384,

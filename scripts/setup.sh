@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Creates .venv with everything the project needs:  scripts/setup.sh [--test]
 # Here (no GPU) it installs the CPU build of PyTorch 2.13.0. Where the system Python already has a CUDA build of
-# PyTorch (an NGC container, say), the venv sees the system packages so that build is kept, not replaced.
+# PyTorch 2.6 or newer (an NGC container, say), the venv sees the system packages so that build is kept, not replaced.
+# A PyTorch older than 2.6 (in the venv or the system's) is replaced by 2.13.0: before 2.6 torch.load(weights_only=True)
+# can be bypassed by a crafted file (CVE-2025-32434), and train.py and inference.py refuse to start on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+# Exits 0 when the Python given imports a torch of 2.6 or newer (and, with "cuda", a CUDA build): what
+# common/torch_version.py accepts (major.minor only, so NVIDIA's 2.6.0a0 builds count as 2.6).
+TORCH_IS_RECENT='import re, sys, torch
+major, minor = map(int, re.match(r"(\d+)\.(\d+)", torch.__version__).groups())
+sys.exit(0 if (major, minor) >= (2, 6) and (sys.argv[1:] != ["cuda"] or torch.version.cuda) else 1)'
 
 if [ ! -x .venv/bin/python ]; then
-    if "$PYTHON" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)" 2>/dev/null; then
+    if "$PYTHON" -c "$TORCH_IS_RECENT" cuda 2>/dev/null; then
         echo "setup: keeping the system's CUDA build of PyTorch"
         "$PYTHON" -m venv --system-site-packages .venv
     else
@@ -16,7 +23,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-if ! python -c "import torch" 2>/dev/null; then
+if ! python -c "$TORCH_IS_RECENT" 2>/dev/null; then
+    if python -c "import torch" 2>/dev/null; then
+        old_torch=$(python -c 'import torch; print(torch.__version__)')
+        echo "setup: replacing PyTorch $old_torch (older than 2.6) with 2.13.0"
+    fi
     pip install -q "torch==2.13.0"
 fi
 pip install -q -r requirements.txt

@@ -22,7 +22,7 @@ import train
 from common.checkpoint import load_checkpoint, load_trained_model
 from common.logger import read_dllogger_file
 from common.registry import RECIPES, get_recipe
-from tests.families import FAMILIES, corpus_of, family_of, pinned_losses, run_args, train_on_two_processes
+from tests.families import FAMILIES, corpus_of, family_of, run_args, train_on_two_processes
 from tests.training_runs import check_pinned_losses_and_exact_resume, train_losses
 
 
@@ -61,7 +61,7 @@ def test_loss_falls_to_pinned_values_and_resume_is_exact(name, request, tmp_path
     family = family_of(name)
     corpus = corpus_of(name, request)
     check_pinned_losses_and_exact_resume(lambda output, *extra: run_args(name, corpus, output, *extra),
-                                         pinned_losses(family), tmp_path)
+                                         family.pinned, tmp_path)
     straight = tmp_path / "straight"
     # The epoch's loss is the mean over its iterations, not the last one.
     epoch_losses, iteration_losses = train_losses(straight / "nvlog.json", 1), train_losses(straight / "nvlog.json", 2)

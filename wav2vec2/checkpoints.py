@@ -10,9 +10,12 @@ The files (torch.save pickles, zip or the older legacy format):
             "output_labels" (fine-tuning: the dictionary's text)}; fairseq's key names, except that hourglass
             models add encoder.hourglass_layers / post_layers, and a DDP-wrapped model saves `module.` prefixes.
 
-The Namespace and the DictConfig are read by common/safe_unpickle.py, which runs nothing a file names. Their settings
-map onto this project's model_config in wav2vec2/reference_config.py, and the weights load into Wav2Vec2Model
-(pre-trained files) or Wav2Vec2CTC (fine-tuned files, vocabulary size from w2v_encoder.proj).
+Every file is first read with torch.load(weights_only=True), as every checkpoint of this project is (ours, and
+NVIDIA's, whose args are a plain dict); only a file that this refuses for the objects it names (fairseq's Namespace
+and DictConfig) goes to common/safe_unpickle.py's restricted unpickler, which runs nothing a file names (see
+read_checkpoint_of_any_origin there, and what TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 changes). Their settings map onto this
+project's model_config in wav2vec2/reference_config.py, and the weights load into Wav2Vec2Model (pre-trained files)
+or Wav2Vec2CTC (fine-tuned files, vocabulary size from w2v_encoder.proj).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import torch
 from common.audio import AudioParams
 from common.checkpoint import FORMAT_VERSION, describe_source, load_model_state
 from common.errors import UserError
-from common.safe_unpickle import read_restricted
+from common.safe_unpickle import read_checkpoint_of_any_origin
 from wav2vec2.arg_parser import CTCHeadConfig
 from wav2vec2.dictionary import Dictionary
 from wav2vec2.model import Wav2Vec2CTC, Wav2Vec2Model
@@ -91,7 +94,7 @@ def load_reference_checkpoint(path: str | Path, flag: str | None = None) -> dict
         finetuned        whether the weights are a CTC model's (w2v_encoder.*)
         output_labels    NVIDIA's fine-tuning dictionary text, or None
     """
-    return _reference_checkpoint_from(read_restricted(path, flag), describe_source(path, flag))
+    return _reference_checkpoint_from(read_checkpoint_of_any_origin(path, flag), describe_source(path, flag))
 
 
 def _reference_checkpoint_from(content, source: str) -> dict:
@@ -168,7 +171,7 @@ def read_any_checkpoint(path: str | Path, flag: str | None = None) -> dict:
     order, special symbols first: ours under `text`, NVIDIA's `output_labels`), or None; and `format`: "ours",
     "nvidia" or "fairseq"."""
     source = describe_source(path, flag)
-    content = read_restricted(path, flag)
+    content = read_checkpoint_of_any_origin(path, flag)  # ours with weights_only=True
     if isinstance(content, dict) and "model_name" in content:
         if content["model_name"] != MODEL_NAME:
             raise UserError(f"{source} is a {content['model_name']} checkpoint, expected {MODEL_NAME}")

@@ -44,7 +44,7 @@ from torch.utils.data import Dataset, Sampler
 from common.audio import load_wav, resampled_length
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
-from common.sampler import MaxTokensBatchSampler
+from common.sampler import MaxTokensBatchSampler, ResumedEpoch
 from wav2vec2.dictionary import Dictionary, UnknownSymbolError
 from wav2vec2.masking import compute_mask_indices, conv_output_lengths, sample_negative_indices
 from wav2vec2.model import parse_conv_feature_layers
@@ -484,14 +484,25 @@ class ConcatBatches(Sampler[list[tuple[int, int]]]):
             raise UserError(f"--num-concat-batches must be at least 1, got {num_concat}")
         self.batches, self.num_concat = batches, num_concat
         self.batches.set_epoch(0, 0)
-        self.skip_batches = 0
+        self.epoch = self.skip_batches = 0
+        self.resumed_epoch: ResumedEpoch | None = None
         if self._num_groups() < 1:
             raise UserError(f"--num-concat-batches {num_concat}: each rank has only {len(batches)} batches of "
                             "--max-tokens; lower one of them or add data")
 
     def set_epoch(self, epoch: int, skip_batches: int = 0) -> None:
         self.batches.set_epoch(epoch, 0)
-        self.skip_batches = skip_batches  # in groups: what the trainer counts as batches
+        self.epoch, self.skip_batches = epoch, skip_batches  # in groups: what the trainer counts as batches
+
+    def resume_epoch_without(self, resumed: ResumedEpoch) -> None:
+        """The inner sampler leaves the items out; the groups taken before are counted here, as the trainer counts."""
+        self.batches.resume_epoch_without(ResumedEpoch(resumed.epoch, resumed.seen_items, 0))
+        self.resumed_epoch = resumed
+
+    def _groups_to_skip(self) -> int:
+        if self.resumed_epoch is None or self.resumed_epoch.epoch != self.epoch:
+            return self.skip_batches
+        return max(self.skip_batches - self.resumed_epoch.batches_before, 0)
 
     def _num_groups(self) -> int:
         return len(self.batches) // self.num_concat  # the inner sampler never skips: set_epoch gives it 0
@@ -501,10 +512,10 @@ class ConcatBatches(Sampler[list[tuple[int, int]]]):
         groups = [[(index, sub_batch) for sub_batch, batch in enumerate(batches[start:start + self.num_concat])
                    for index in batch]
                   for start in range(0, len(batches) - self.num_concat + 1, self.num_concat)]
-        return iter(groups[self.skip_batches:])
+        return iter(groups[self._groups_to_skip():])
 
     def __len__(self) -> int:
-        return self._num_groups() - self.skip_batches
+        return max(self._num_groups() - self._groups_to_skip(), 0)
 
 
 def max_tokens_batches(args: argparse.Namespace, dataset: AudioDataset, context: BatchingContext) -> Sampler:

@@ -37,6 +37,7 @@ from common.arguments import (add_compatibility_flags, add_reference_names, path
                               read_reference_spellings)
 from common.audio import load_wav
 from common.errors import UserError, UserFileNotFoundError
+from common.filelist import read_text_file
 from common.inference_args import (RefusedFlag, Stopwatch, benchmark, check_inference_args, inference_device,
                                    inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
@@ -46,6 +47,7 @@ from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates, transcripts)
+from wav2vec2.model import parse_conv_feature_layers
 from wav2vec2.recipe import RECIPE
 
 
@@ -167,15 +169,30 @@ def manifest_from_data_and_subset(argv: list[str]) -> list[str]:
     return rest + ["-i", str(Path(given["--data"]) / f"{subset}.tsv")]
 
 
-def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False) -> list[Utterance]:
+def receptive_field(conv_feature_layers: list[tuple[int, int, int]]) -> int:
+    """Samples the feature extractor's convolutions (dim, kernel, stride; no padding) read for one frame: fewer
+    give no frame at all, and the convolutions fail."""
+    samples, stride_so_far = 1, 1
+    for _, kernel, stride in conv_feature_layers:
+        samples += (kernel - 1) * stride_so_far
+        stride_so_far *= stride
+    return samples
+
+
+def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False,
+                min_samples: int = 1) -> list[Utterance]:
     """The utterances of a manifest (with its references, if any) or of audio files, in input order; `normalize`:
-    zero mean and unit variance per utterance, for models trained so (Large)."""
+    zero mean and unit variance per utterance, for models trained so (Large). An utterance shorter than
+    min_samples (the model's receptive field) is a UserError naming it."""
+    shortest = dict(min_samples=min_samples, min_samples_reason=(
+        f"the model's feature extractor reads {min_samples} samples ({min_samples / sampling_rate * 1000:g} ms) for "
+        "one frame" if min_samples > 1 else None))
     if len(inputs) == 1 and inputs[0].endswith(".tsv"):
         manifest = read_manifest(inputs[0], sampling_rate, resample=True)
         references = reference_lines(Path(inputs[0]), len(manifest.entries))
         return [Utterance(number, relative, load_wav(manifest.root / relative, sampling_rate,
                                                      source=manifest.source(number - 1), mix_to_mono=True,
-                                                     resample=True, normalize=normalize),
+                                                     resample=True, normalize=normalize, **shortest),
                           references[number - 1] if references else None)
                 for number, (relative, _) in enumerate(manifest.entries, 1)]
     utterances = []
@@ -183,7 +200,8 @@ def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False) 
         if name.endswith(".tsv"):
             raise UserError(f"-i {name}: give one manifest alone, or audio files")
         utterances.append(Utterance(number, name, load_wav(Path(name), sampling_rate, source="-i",
-                                                           mix_to_mono=True, resample=True, normalize=normalize)))
+                                                           mix_to_mono=True, resample=True, normalize=normalize,
+                                                           **shortest)))
     return utterances
 
 
@@ -193,7 +211,7 @@ def reference_lines(manifest: Path, count: int) -> list[str] | None:
         path = manifest.with_suffix(suffix)
         if not path.is_file():
             continue
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_file(path).splitlines()
         if len(lines) != count:
             raise UserError(f"{path} has {len(lines)} lines but {manifest} has {count} utterances")
         if suffix == ".ltr":
@@ -213,7 +231,9 @@ def run(args: argparse.Namespace) -> None:
                                             flag="--checkpoint", quantize=args.quantize, compile=args.compile)
     decoder = decoder_from_args(args, recognizer)
     sampling_rate = SAMPLING_RATE
-    utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"])
+    utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"],
+                             min_samples=receptive_field(parse_conv_feature_layers(
+                                 recognizer.model.config["conv_feature_layers"])))
     logger = open_run_logger(args)
     output = Path(args.output)
     logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common.arguments import add_dataclass_args, audio_flag, config_dict, config_from_args, flag
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
+                              flag)
+from common.audio import check_audio_flags
 
 
 @dataclass
@@ -25,6 +27,7 @@ class WaveGlowConfig:
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser.add_argument_group("WaveGlow architecture"), WaveGlowConfig)
+    check_after_parsing(parser, check_audio_flags)  # it is conditioned on mels of these flags
 
     training = parser.add_argument_group("WaveGlow training")
     training.add_argument("--sigma", type=float, default=1.0, help="standard deviation of z in the training loss")

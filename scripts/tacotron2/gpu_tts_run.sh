@@ -56,11 +56,14 @@ data_flags=(-d "$CORPUS" --training-files "$LISTS/synthetic_audio_text_train.txt
 
 # train.py under a wall-clock limit: SIGTERM ends it with a checkpoint (exit 124 from timeout, or the trainer's own
 # preemption status), which is how these runs are meant to end.
+# Each run is timed from scratch: an earlier run's folder (a rerun in the same WORK_DIR) goes first, since train.py
+# refuses to write over its checkpoints.
 train_for() {
-    local seconds=$1 log=$2
-    shift 2
+    local seconds=$1 log=$2 output=$3
+    shift 3
     local status=0
-    timeout -s TERM -k 120 "$seconds" "$PYTHON" train.py "$@" >"$log" 2>&1 || status=$?
+    rm -rf "$output"
+    timeout -s TERM -k 120 "$seconds" "$PYTHON" train.py -o "$output" "$@" >"$log" 2>&1 || status=$?
     case $status in 0|124) ;; *) grep -q "stopped by SIG" "$log" || { tail -n 20 "$log"; return "$status"; } ;; esac
 }
 
@@ -76,8 +79,8 @@ if runs 2; then
     if train_tacotron2; then
         echo "== stage 2: Tacotron 2 for ${TACOTRON2_SECONDS:-300} s$(with_hifigan && echo " and HiFi-GAN for" \
              "$HIFIGAN_SECONDS s, $([ "${SIDE_BY_SIDE:-1}" = 1 ] && echo "side by side" || echo "one after the other")")"
-        train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" -m Tacotron2 \
-            --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" -o "$WORK_DIR/tacotron2" --epochs 100000 \
+        train_for "${TACOTRON2_SECONDS:-300}" "$OUTPUT_DIR/tacotron2.log" "$WORK_DIR/tacotron2" -m Tacotron2 \
+            --config-file "${TACOTRON2_CONFIG:-configs/tacotron2_nvidia.json}" --epochs 100000 \
             "${data_flags[@]}" ${tacotron2_flags[@]+"${tacotron2_flags[@]}"} &
         tacotron2_job=$!
         if [ "${SIDE_BY_SIDE:-1}" != 1 ] || ! with_hifigan; then wait $tacotron2_job || status=1; tacotron2_job=; fi
@@ -85,8 +88,8 @@ if runs 2; then
         echo "== stage 2: HiFi-GAN alone for $HIFIGAN_SECONDS s (Tacotron 2: $TACOTRON2)"
     fi
     if with_hifigan; then
-        train_for "$HIFIGAN_SECONDS" "$OUTPUT_DIR/hifigan.log" -m HiFiGAN \
-            --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan" --epochs 100000 \
+        train_for "$HIFIGAN_SECONDS" "$OUTPUT_DIR/hifigan.log" "$WORK_DIR/hifigan" -m HiFiGAN \
+            --config-file configs/hifigan_nvidia.json --epochs 100000 \
             --val-interval-updates 1000000 "${data_flags[@]}" || status=1
         cp "$WORK_DIR/hifigan/nvlog.json" "$OUTPUT_DIR/hifigan_nvlog.json"
     fi
@@ -100,8 +103,8 @@ if runs 3 && with_hifigan; then
     bash scripts/extract_gta_mels.sh --synthetic --tacotron2 "$TACOTRON2" \
         --data-dir "$CORPUS" --filelists-dir "$LISTS" --output-dir "$WORK_DIR/mels-gta" -bs 32 --overwrite ${extra_flags[@]+"${extra_flags[@]}"} \
         >"$OUTPUT_DIR/extract_gta_mels.log" 2>&1 || { tail -n 20 "$OUTPUT_DIR/extract_gta_mels.log"; exit 1; }
-    train_for "${FINETUNE_SECONDS:-90}" "$OUTPUT_DIR/hifigan_ft.log" -m HiFiGAN \
-        --config-file configs/hifigan_nvidia.json -o "$WORK_DIR/hifigan_ft" --epochs 100000 \
+    train_for "${FINETUNE_SECONDS:-90}" "$OUTPUT_DIR/hifigan_ft.log" "$WORK_DIR/hifigan_ft" -m HiFiGAN \
+        --config-file configs/hifigan_nvidia.json --epochs 100000 \
         --val-interval-updates 1000000 --fine-tune-from "$WORK_DIR/hifigan/checkpoint_HiFiGAN_last.pt" \
         --input-mels-dir "$WORK_DIR/mels-gta" -lr 8.17e-5 --fine-tune-lr-factor 3 "${data_flags[@]}"
     cp "$WORK_DIR/hifigan_ft/nvlog.json" "$OUTPUT_DIR/hifigan_ft_nvlog.json"

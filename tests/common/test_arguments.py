@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 import train
 from common.arguments import (COMPATIBILITY_GROUP, UNDERSCORE_SPELLING, add_dataclass_args, audio_flag, config_dict,
                               config_from_args, flag, positive_int, read_reference_spellings)
-from common.errors import exit_on_user_error
+from common.errors import UserError, exit_on_user_error
 from common.inference_args import add_inference_args, inference_dtype
 from common.registry import RECIPES
 
@@ -137,3 +138,91 @@ def test_inference_runs_in_the_last_precision_named(flags, dtype):
     parser = argparse.ArgumentParser()
     add_inference_args(parser)
     assert inference_dtype(parser.parse_args(["-o", "out", *flags])) == dtype
+
+
+# ---- presets: each value goes through its flag's own checks and action, as on the command line ------------------
+
+PRESETS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.json"))
+
+
+def command_line_of(preset: Path, parser: argparse.ArgumentParser) -> list[str]:
+    """The preset written as flags: a switch as --name (true) or --no-name / nothing (false), null as nothing (its
+    flag's default is null), a list as its values, a list of lists as one JSON token."""
+    tokens = []
+    for key, value in json.loads(preset.read_text()).items():
+        for name, setting in (value.items() if isinstance(value, dict) else [(key, value)]):
+            flag_name = "--" + name.replace("_", "-")
+            if isinstance(setting, bool):
+                no_flag = "--no-" + flag_name[2:]
+                tokens += [flag_name] if setting else [no_flag] if no_flag in parser._option_string_actions else []
+            elif setting is None:
+                continue
+            elif isinstance(setting, list):
+                values = [json.dumps(setting)] if any(isinstance(item, list) for item in setting) else setting
+                tokens += [flag_name, *map(str, values)]
+            else:
+                tokens += [flag_name, str(setting)]
+    return tokens
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda path: path.name)
+def test_a_preset_means_what_the_same_flags_on_the_command_line_mean(preset, tmp_path, capsys, request):
+    model = {name.lower(): name for name in RECIPES}[preset.stem.split("_")[0]]
+    data = []
+    if model == "wav2vec2":  # fine-tuning's model config reads the dictionary of --data
+        data = ["--data", str(request.getfixturevalue("synthetic_asr_corpus").directory)]
+        data += ["finetune"] if "finetune" in preset.stem or "asr" in preset.stem else []
+    run = ["-m", model, *data, "-o", str(tmp_path), "--dry-run"]
+    train.main(run + ["--config-file", str(preset)])
+    from_preset = json.loads(capsys.readouterr().out)
+    train.main(run + command_line_of(preset, train.build_parser(model)))
+    from_flags = json.loads(capsys.readouterr().out)
+    del from_preset["args"]["config_file"], from_flags["args"]["config_file"]
+    assert from_preset == from_flags
+
+
+@pytest.mark.parametrize("model, preset, destination, value", [
+    ("Tacotron2", {"training": {"epochs": "7"}}, "epochs", 7),  # converted by the flag's type, as "7" on the line
+    ("Tacotron2", {"cudnn_enabled": False}, "cudnn_enabled", False),  # its --no- form
+    ("Tacotron2", {"guided-attn-weight": 2}, "guided_attn_weight", 2.0),
+    ("wav2vec2", {"lr_policy": "exp"}, "lr_schedule", "tri-stage"),  # the flag's action runs
+    ("wav2vec2", {"conv-bias": True}, "conv_bias", True),
+    ("HiFiGAN", {"resblock-dilation-sizes": [[1, 2], [2, 6], [3]]}, "resblock_dilation_sizes", [[1, 2], [2, 6], [3]]),
+    ("HiFiGAN", {"mpd_periods": [2, 3]}, "mpd_periods", [2, 3]),
+    ("HiFiGAN", {"mel-fmax-loss": None}, "mel_fmax_loss", None),
+])
+def test_a_preset_value_is_converted_by_its_flag(model, preset, destination, value, tmp_path, capsys):
+    path = tmp_path / "preset.json"
+    path.write_text(json.dumps(preset))
+    train.main(["-m", model, "-o", str(tmp_path), "-lr", "1", "--config-file", str(path), "--dry-run"])
+    assert json.loads(capsys.readouterr().out)["args"][destination] == value
+
+
+@pytest.mark.parametrize("preset, message", [
+    ({"keep_last_checkpoints": -1}, "keep_last_checkpoints: must be >= 0, got -1"),
+    ({"data": {"segment-size": 2048.5}}, "segment-size: invalid int value: '2048.5'"),
+    ({"hifigan-preset": "v9"}, "hifigan-preset: invalid choice: 'v9' (choose from 'v1', 'v2', 'v3')"),
+    ({"mpd-periods": [2, -3]}, "mpd-periods: expected a list of positive integers, got '2 -3'"),
+    ({"adam-betas": [{"beta1": 0.8}, 0.99]}, 'adam-betas: expected a value or a list of values, got [{"beta1": 0.8}, '
+                                             '0.99]'),
+    ({"adam-betas": [0.8, 0.99, 0.9]}, "adam-betas: expected a list of 2 values, got [0.8, 0.99, 0.9]"),
+    ({"amp": 1}, "amp: expected true or false, got 1"),
+])
+def test_a_preset_value_its_flag_refuses_is_an_error_naming_the_file_and_key(preset, message, tmp_path):
+    path = tmp_path / "preset.json"
+    path.write_text(json.dumps(preset))
+    with pytest.raises(UserError) as refused:
+        train.main(["-m", "HiFiGAN", "-o", str(tmp_path), "-lr", "1", "--config-file", str(path), "--dry-run"])
+    assert str(refused.value) == f"--config-file {path}: {message}"
+
+
+def test_the_mel_checks_are_for_the_families_that_compute_mels(tmp_path, capsys):
+    # wav2vec 2.0 reads 8 kHz audio with the mel flags' defaults untouched: they mean nothing to it
+    train.main(["-m", "wav2vec2", "-o", str(tmp_path), "-lr", "1", "--sampling-rate", "8000", "--dry-run"])
+    assert json.loads(capsys.readouterr().out)["args"]["sampling_rate"] == 8000
+    for model in ("Tacotron2", "WaveGlow", "WaveNet", "HiFiGAN", "MelInverter"):
+        with pytest.raises(UserError, match=r"^--mel-fmax 8000 is above the Nyquist frequency of --sampling-rate "
+                                            r"8000 \(4000 Hz\)"):
+            train.main(["-m", model, "-o", str(tmp_path), "-lr", "1", "--sampling-rate", "8000", "--dry-run"])
+    train.main(["-m", "Tacotron2", "-o", str(tmp_path), "-lr", "1", "--sampling-rate", "8000", "--mel-fmax", "4000",
+                "--dry-run"])

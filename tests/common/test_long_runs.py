@@ -1,9 +1,8 @@
 """Long runs that survive (issue 21): checkpoint retention and the disk space left, stopping on SIGTERM / SIGUSR1
-with a checkpoint and an exact resume (one process and two gloo ranks), checkpoints that cannot be written, an
-output folder that cannot be made, a broken file met mid-run (one process and two ranks: every rank exits), runs
+with a checkpoint and an exact resume (one process and two gloo ranks), an output folder that cannot be made, a broken file met mid-run (one process and two ranks: every rank exits), runs
 that diverge (--max-skipped-steps), and --epochs-this-job. Mostly on the toy recipes of tests/common/toy_recipes.py;
-the one-process stop and the broken files on a real family (WaveGlow, tiny) through train.py."""
-import errno
+the one-process stop and the broken files on a real family (WaveGlow, tiny) through train.py. A full disk and
+signals to a run's whole process group: tests/common/test_faults.py."""
 import os
 import shutil
 import signal
@@ -147,28 +146,6 @@ def test_epochs_this_job_stops_at_an_epoch_end_with_a_checkpoint_and_exit_status
 
 
 # ---- what cannot be written --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("error", [errno.ENOSPC, errno.EACCES], ids=["disk full", "permission denied"])
-def test_a_checkpoint_that_cannot_be_written_is_an_error_naming_it_and_the_one_before_stays(tmp_path, monkeypatch,
-                                                                                            error):
-    writes, real_save = [], torch.save
-
-    def save_then_fail_the_second_time(state, handle):
-        writes.append(handle.name)
-        if len(writes) == 2:
-            handle.write(b"half a checkpoint")
-            raise OSError(error, os.strerror(error))
-        real_save(state, handle)
-
-    monkeypatch.setattr(ckpt.torch, "save", save_then_fail_the_second_time)
-    trainer = Trainer(toy_recipe(), toy_args(tmp_path, "--epochs", "3", "--epochs-per-checkpoint", "1"))
-    second = tmp_path / "checkpoint_Toy_2.pt"
-    with pytest.raises(UserError, match=f"cannot write checkpoint {second}: {os.strerror(error)} .*the checkpoints "
-                                        "written before are intact"):
-        trainer.train()
-    assert checkpoint_files(tmp_path) == ["checkpoint_Toy_1.pt", "checkpoint_Toy_last.pt"]  # no partial file
-    assert load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")["epoch"] == 1
 
 
 @pytest.mark.parametrize("output", ["a_file", "a_file/run"])

@@ -92,6 +92,17 @@ def test_the_processor_encodes_the_ipa_and_saves_its_language():
     assert "language" not in TextProcessor().to_dict()  # the English default saves what it always did
 
 
+def test_a_line_without_a_final_mark_ends_with_a_full_stop_as_the_phonemized_corpus_does():
+    table = symbols_of_transcripts(["Guten Morgen."], ["espeak_ipa"], language="de")
+    processor = TextProcessor(["espeak_ipa"], table, language="de")
+    assert processor.encode("Guten Morgen") == processor.encode("Guten Morgen.")
+    assert processor.clean("Guten Morgen") == phonemize("Guten Morgen.", "de") == "ɡˈuːtən mˈɔɾɡən."
+    # "!" is not in this table: dropped (and reported), it leaves a line without a mark, which ends as the corpus's do
+    assert processor.encode("Guten Morgen!") == processor.encode("Guten Morgen.")
+    # a table of transcripts that never end with a mark holds the full stop encode() gives them
+    assert "." in symbols_of_transcripts(["Guten Morgen"], ["espeak_ipa"], language="de")
+
+
 def test_a_language_without_a_phoneme_cleaner_or_a_phoneme_cleaner_without_one_is_refused():
     with pytest.raises(ValueError, match="needs a language"):
         TextProcessor(["espeak_ipa"], ["_", "a"])

@@ -147,7 +147,7 @@ def test_arpabet_in_braces():
     ids = processor.encode("Turn left on {HH AW1 S} street.")
     assert ids == ids_of("turn left on ") + [HH, AW1, S] + ids_of(" street.")
     assert processor.decode(ids) == "turn left on {HH AW1 S} street."
-    assert processor.clean("On {hh aw1 s} St. now") == "on {HH AW1 S} saint now"
+    assert processor.clean("On {hh aw1 s} St. now") == "on {HH AW1 S} saint now."  # a line ends as a sentence
     assert processor.encode(processor.decode(ids)) == ids
 
 
@@ -170,7 +170,7 @@ def test_characters_without_transliteration_are_dropped_and_reported(caplog):
     processor = TextProcessor()
     with caplog.at_level(logging.WARNING, logger="common.text"):
         assert processor.encode("ok \U0001F600 then {HH} \U0001F600", source="phrases/a.txt:1") == [
-            *ids_of("ok then "), HH]
+            *ids_of("ok then "), HH, *ids_of(".")]
     assert processor.unknown_counts == {"\U0001F600": 2}
     assert "U+1F600" in caplog.text and "phrases/a.txt:1" in caplog.text
     with pytest.raises(ValueError, match=r"s:2: .*U\+1F600"):
@@ -190,20 +190,20 @@ def test_characters_without_transliteration_are_dropped_and_reported(caplog):
     ("hi \U0001F600\U0001F600  there \u2026", "hi there"),
 ])
 def test_english_cleaners_transliterate_as_nvidia(text, nvidia_ids_text):
-    assert TextProcessor().encode(text) == ids_of(nvidia_ids_text)
+    assert TextProcessor().encode(text) == ids_of(nvidia_ids_text + ".")  # and the full stop every line ends with
     assert english_cleaners(text).strip() == nvidia_ids_text
 
 
 def test_pad_symbol_is_never_encoded():
     processor = TextProcessor(["basic_cleaners"])
-    assert processor.encode("a_b") == ids_of("ab")
+    assert processor.encode("a_b.") == ids_of("ab.")
     assert processor.unknown_counts == {"_": 1}
 
 
 def test_unknown_phoneme_is_reported(caplog):
     processor = TextProcessor()
     with caplog.at_level(logging.WARNING, logger="common.text"):
-        assert processor.encode("{HH XX1}", source="s:1") == [HH]
+        assert processor.encode("{HH XX1}", source="s:1") == [HH, *ids_of(".")]
     assert "'@XX1'" in caplog.text and "s:1" in caplog.text
 
 
@@ -265,15 +265,71 @@ def test_arpabet_cleaner_reads_known_words_as_their_dictionary_phonemes():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Every line ends as a sentence: a line without a final mark gets the full stop the training text had
+
+
+@pytest.mark.parametrize("cleaner", ["english_cleaners", "basic_cleaners", "transliteration_cleaners"])
+@pytest.mark.parametrize("text, ends_as", [
+    ("turn the lights off", "turn the lights off."),
+    ("turn the lights off ", "turn the lights off."),
+    ("is it raining", "is it raining."),
+    ("is it raining?", "is it raining?"),
+    ("stop!", "stop!"),
+    ("first, then", "first, then."),
+    ("a line cut here;", "a line cut here;"),
+    ("as in: ", "as in:"),
+    ("he said 'go.'", "he said 'go.'"),
+    ("he said 'go'", "he said 'go'."),
+    ("(an aside)", "(an aside)."),
+    ("(an aside.)", "(an aside.)"),
+])
+def test_a_line_without_a_final_mark_ends_with_a_full_stop_in_every_cleaner(cleaner, text, ends_as):
+    processor = TextProcessor([cleaner])
+    ids = processor.encode(text)
+    assert ids == ids_of(ends_as)
+    assert processor.clean(text) == ends_as == processor.decode(ids)
+
+
+def test_the_full_stop_follows_arpabet_and_dropped_characters():
+    processor = TextProcessor()
+    assert processor.encode("on {HH AW1 S}") == [*ids_of("on "), HH, AW1, S, *ids_of(".")]
+    assert processor.encode("on {HH AW1 S}!") == [*ids_of("on "), HH, AW1, S, *ids_of("!")]
+    assert processor.encode("ok. \U0001F600") == ids_of("ok.")  # the emoji is dropped: the line ends at the stop
+    assert TextProcessor(["basic_cleaners"]).encode("ok \U0001F600") == ids_of("ok.")  # an unknown symbol
+
+
+def test_a_table_without_a_full_stop_reads_lines_as_before():
+    processor = TextProcessor(["basic_cleaners"], ["_", "a", "b", " "])  # transcripts that never held one
+    assert processor.encode("ab ba") == [1, 2, 3, 2, 1]
+    assert processor.clean("ab ba") == "ab ba"
+
+
+@pytest.mark.parametrize("text", ["\U0001F600", '"\u2014"'])
+def test_a_line_of_nothing_readable_gets_no_full_stop_and_stays_an_error(text):
+    with pytest.raises(ValueError, match="encodes to no symbols"):
+        TextProcessor().encode(text, source="s:1")
+
+
+@pytest.mark.slow
+def test_the_arpabet_cleaner_ends_a_line_with_a_full_stop_too():
+    processor = TextProcessor(["english_cleaners_arpabet"])
+    ids = processor.encode("the river")
+    assert [processor.symbols[i] for i in ids] == ["@DH", "@AH0", " ", "@R", "@IH1", "@V", "@ER0", "."]
+    assert ids == processor.encode("The river.")
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Symbol tables of other languages (Tacotron 2's --symbols-file and --symbols-from-filelist)
 
 
 def test_symbols_of_transcripts_are_the_cleaned_symbols_sorted_after_padding():
     table = symbols_of_transcripts(["  Grüße, {HH AW1}!", "Straße_"], ["basic_cleaners"])
-    # "_" in a transcript is not a symbol of its own: id 0 pads, and encode() reports it as unknown.
-    assert table == ["_", " ", "!", ",", "@AW1", "@HH", "a", "e", "g", "r", "s", "t", "ß", "ü"]
+    # "_" in a transcript is not a symbol of its own: id 0 pads, and encode() reports it as unknown. "Straße" ends
+    # without a mark, so encode() ends it with a full stop, and the table holds one.
+    assert table == ["_", " ", "!", ",", ".", "@AW1", "@HH", "a", "e", "g", "r", "s", "t", "ß", "ü"]
     processor = TextProcessor(["basic_cleaners"], table)
-    assert processor.encode("Grüße") == [8, 9, 13, 12, 7]
+    assert processor.encode("Grüße") == [9, 10, 14, 13, 8, 4]
+    assert symbols_of_transcripts(["Grüße!"], ["basic_cleaners"]) == ["_", "!", "e", "g", "r", "ß", "ü"]
 
 
 def test_a_symbols_file_of_lines_or_json_reads_back_the_table_it_was_written_from(tmp_path):
@@ -307,3 +363,17 @@ def test_a_bad_symbols_file_is_a_user_error_naming_the_file_and_line(name, conte
 def test_a_missing_symbols_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="--symbols-file .*absent.txt: no such file"):
         read_symbols_file(tmp_path / "absent.txt")
+
+
+@pytest.mark.parametrize("text, without", [
+    ("the end.", "the end"),
+    ("is it?!", "is it"),
+    ("(an aside.)", "(an aside)"),
+    ("he said 'go.'", "he said 'go'"),
+    ("no mark", "no mark"),  # the full stop encode() gave it goes
+    ("don't", "don't"),
+    ("...", "..."),  # nothing but marks: left as it is
+])
+def test_without_final_mark_leaves_out_the_marks_that_end_a_line(text, without):
+    processor = TextProcessor()
+    assert processor.decode(processor.without_final_mark(processor.encode(text))) == without

@@ -159,8 +159,19 @@ def broken_item_recipe() -> Recipe:
                                                                 collate))
 
 
+def recording_recipe() -> Recipe:
+    """The regression, each rank appending the item indices of every training batch to <output>/items_rank<RANK>.txt
+    (one line a batch): which items a run, and the runs resuming it, trained on."""
+    def loss_and_record(model, batch, args):
+        if model.training:
+            with open(Path(args.output) / f"items_rank{os.environ.get('RANK', '0')}.txt", "a") as record:
+                record.write(" ".join(str(index) for index in batch[2].tolist()) + "\n")
+        return regression_loss(model, batch, args)
+    return toy_recipe(compute_loss=loss_and_record)
+
+
 RECIPES = {"regression": toy_recipe, "gan": gan_recipe, "max_tokens": max_tokens_recipe, "metric": metric_recipe,
-           "signalling": signalling_recipe, "broken_item": broken_item_recipe}
+           "signalling": signalling_recipe, "broken_item": broken_item_recipe, "recording": recording_recipe}
 
 
 def toy_args(output, *extra) -> argparse.Namespace:

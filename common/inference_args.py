@@ -10,7 +10,6 @@ read_reference_spellings): `--warmup_steps` is `--warmup-steps`, HiFi-GAN's `--r
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 from common.arguments import add_compatibility_flags, add_device_args, non_negative_int, positive_int
 from common.errors import UserError
 from common.logger import RunLogger
+from common.output_folder import make_output_folder
 
 WARMUP_RUNS = 3  # first-call costs (allocations, kernel selection, TorchScript's profiling runs) excluded from timings
 LATENCY_PERCENTILES = (50, 90, 95, 99)
@@ -84,21 +84,7 @@ def check_inference_args(args: argparse.Namespace) -> None:
     if args.benchmark_repeats < 0:
         raise UserError(f"--benchmark-repeats must be 0 (off) or more, got {args.benchmark_repeats}")
     if not args.dry_run:
-        make_output_folder(args.output)
-
-
-def make_output_folder(output: str) -> None:
-    """Create -o/--output and check that files can be written in it: at start-up, before a model is loaded and
-    its outputs made, not when the first wav is written."""
-    if Path(output).exists() and not Path(output).is_dir():
-        raise UserError(f"-o/--output {output} is a file; give a folder for the outputs")
-    try:
-        Path(output).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=output):
-            pass
-    except OSError as error:
-        raise UserError(f"-o/--output {output}: cannot create the folder or write in it: "
-                        f"{error.strerror or error}") from error
+        make_output_folder(args.output, "the outputs")
 
 
 def inference_device(args: argparse.Namespace) -> torch.device:

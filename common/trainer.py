@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -30,6 +29,7 @@ from common.distributed import (DistributedContext, all_gather_objects, all_redu
                                 fail_together, init_distributed, record_failure, shutdown, wrap_parts)
 from common.errors import UserError
 from common.logger import RunLogger
+from common.output_folder import make_output_folder
 from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
@@ -54,19 +54,6 @@ def autocast_context(args: argparse.Namespace, device: torch.device):
     return nullcontext()
 
 
-def make_output_folder(output: str) -> None:
-    """Create -o/--output and check that files can be written in it: at start-up, not at the first checkpoint."""
-    if Path(output).exists() and not Path(output).is_dir():
-        raise UserError(f"-o/--output {output} is a file; give a folder for the checkpoints and logs")
-    try:
-        Path(output).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=output):
-            pass
-    except OSError as error:
-        raise UserError(f"-o/--output {output}: cannot create the folder or write in it: "
-                        f"{error.strerror or error}") from error
-
-
 def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
     """{name: value} added up across ranks (a rank without validation batches has an empty dict)."""
     totals: dict[str, float] = {}
@@ -87,7 +74,7 @@ class Trainer:
         self.device = self.context.device
         configure_backends(args)
         seed_everything(args.seed + self.context.rank)
-        make_output_folder(args.output)
+        make_output_folder(args.output, "the checkpoints and logs")
         if self.context.is_main:
             self.remove_stale_temporaries()
 

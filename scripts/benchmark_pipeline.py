@@ -43,6 +43,12 @@ def hold_gate_shut(model) -> None:
         model.decoder.gate_layer.linear_layer.bias.fill_(-1e4)
 
 
+def decoding_to_max_steps(tacotron2_config: dict) -> dict:
+    """The config of a Tacotron 2 whose utterances (its gate held shut) decode --max-decoder-steps frames: without
+    the stop after the text's end, which random attention may reach at any step."""
+    return {**tacotron2_config, "max_frames_after_text_end": 0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=1)
@@ -64,7 +70,8 @@ def main() -> None:
         parser.error("--decoder cuda-graphs needs a CUDA GPU: drop --cpu, or choose eager or fast")
 
     with tempfile.TemporaryDirectory() as folder:
-        tacotron2 = options.tacotron2 or random_checkpoint("Tacotron2", {}, Path(folder), hold_gate_shut)
+        tacotron2 = options.tacotron2 or random_checkpoint("Tacotron2", decoding_to_max_steps({}), Path(folder),
+                                                           hold_gate_shut)
         waveglow = options.waveglow or random_checkpoint(
             "WaveGlow", {"wn_channels": options.wn_channels}, Path(folder))
         argv = ["-i", f"phrases/phrase_{options.input_length}.txt", "-o", folder, "--tacotron2", str(tacotron2),

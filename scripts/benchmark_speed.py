@@ -45,7 +45,7 @@ import torch
 import inference
 from common.layers import remove_weight_norm
 from common.text import TextProcessor
-from scripts.benchmark_pipeline import hold_gate_shut, random_checkpoint
+from scripts.benchmark_pipeline import decoding_to_max_steps, hold_gate_shut, random_checkpoint
 from tacotron2.api import quantize_tacotron2
 from tacotron2.inference import Synthesizer
 from tacotron2.loss_function import Tacotron2Loss
@@ -180,7 +180,7 @@ def tacotron2_inference(sizes: Sizes, precision: str, paths: list[str]) -> Targe
 
         def infer():
             with autocast_for(infer_precision), max_steps_warnings_silenced():
-                return model.infer(text, lengths, max_decoder_steps=sizes.decoder_steps,
+                return model.infer(text, lengths, max_decoder_steps=sizes.decoder_steps, max_frames_after_text_end=0,
                                    generator=torch.Generator().manual_seed(0)).mel
 
         return infer
@@ -237,7 +237,7 @@ def waveglow_inference(sizes: Sizes, precision: str, paths: list[str]) -> Target
 
 
 def text_to_wav(sizes: Sizes, precision: str, paths: list[str], decoder_steps: int, folder: Path) -> Target:
-    tacotron2 = random_checkpoint("Tacotron2", sizes.tacotron2, folder, hold_gate_shut)
+    tacotron2 = random_checkpoint("Tacotron2", decoding_to_max_steps(sizes.tacotron2), folder, hold_gate_shut)
     waveglow = random_checkpoint("WaveGlow", sizes.waveglow, folder)
     text = phrase()
 

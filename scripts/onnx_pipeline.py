@@ -187,7 +187,8 @@ def text_to_wav(args, folder: Path, threads: int, report: Report) -> tuple[list[
     prenet_masks = onnx_tacotron2.draw_prenet_masks(rng, max_steps)
 
     def onnx_tacotron2_run():
-        return onnx_tacotron2.infer(text, text_lengths, prenet_masks, max_steps, threshold, model.early_stopping)
+        return onnx_tacotron2.infer(text, text_lengths, prenet_masks, max_steps, threshold, model.early_stopping,
+                                    model.max_frames_after_text_end)
 
     def torch_tacotron2_run(infer=model.infer):
         with torch.no_grad(), max_steps_warnings_silenced():  # reported once below, from onnxruntime's run
@@ -197,7 +198,7 @@ def text_to_wav(args, folder: Path, threads: int, report: Report) -> tuple[list[
     onnx_result, torch_result = onnx_tacotron2_run(), torch_tacotron2_run()
     report.check_equal("Tacotron 2 mel lengths", onnx_result.mel_lengths.tolist(), torch_result.mel_lengths.tolist())
     for number in np.flatnonzero(onnx_result.hit_max_decoder_steps) + 1:
-        print(f"note: text {number} reached max_decoder_steps={max_steps} before the stop gate fired")
+        print(f"note: text {number} reached max_decoder_steps={max_steps} before it stopped")
     if onnx_result.mel.shape == tuple(torch_result.mel.shape):
         report.check("Tacotron 2 mel (encoder, decoder-step loop, postnet)",
                      largest_difference(onnx_result.mel, torch_result.mel.numpy()), MEL_TOLERANCE)

@@ -235,7 +235,7 @@ class Synthesizer:
         with Stopwatch(self.device) as tacotron2_time:
             with autocast(self.device, self.dtype), max_steps_warnings_silenced():  # warned below, naming the line
                 result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold,
-                                    generator)
+                                    generator, max_frames_after_text_end=self.args.max_frames_after_text_end)
             mel, mel_lengths, alignments, hit_max_steps = result
         timings["tacotron2"] = tacotron2_time.seconds
 
@@ -249,8 +249,8 @@ class Synthesizer:
         timings["vocoder"] = vocoder_time.seconds
         timings["latency"] = timings["tacotron2"] + timings["vocoder"]
         for index in torch.nonzero(hit_max_steps).flatten().tolist() if warn_max_steps else []:
-            print(f"warning: {sources[index]}: reached --max-decoder-steps before the stop gate fired; "
-                  "the audio is cut off", file=sys.stderr)
+            print(f"warning: {sources[index]}: reached --max-decoder-steps before it stopped (its gate never fired, "
+                  "nor did its attention reach the text's end); the audio is cut off", file=sys.stderr)
         audio_lengths = mel_lengths.cpu() * self.audio_params.hop_length
         health = alignment_health(alignments, text_lengths, mel_lengths, self.tacotron2.n_frames_per_step)
         return {"mel": mel, "mel_lengths": mel_lengths.cpu(), "alignments": alignments, "audio": audio.cpu(),

@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common.arguments import (add_dataclass_args, audio_flag, config_dict, config_from_args, flag,
-                              non_negative_float, odd_positive_int, positive_float, positive_int, probability)
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
+                              flag, non_negative_float, non_negative_int, odd_positive_int, positive_float,
+                              positive_int, probability)
+from common.audio import check_audio_flags
+from tacotron2.model import MAX_FRAMES_AFTER_TEXT_END
 
 
 @dataclass
@@ -46,10 +49,16 @@ class Tacotron2Config:
                                     saved_if_changed=True)
     p_postnet_dropout: float = flag(0.5, "dropout after each postnet convolution", type=probability,
                                     saved_if_changed=True)
+    max_frames_after_text_end: int = flag(
+        MAX_FRAMES_AFTER_TEXT_END, "inference also stops an utterance this many mel frames after its attention first "
+        "peaked on the text's last symbol, if its gate has not stopped it before (a gate that never fires on some "
+        "text would run to --max-decoder-steps); 0: the gate alone, NVIDIA's rule", type=non_negative_int,
+        saved_if_changed=True)
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser.add_argument_group("Tacotron 2 model"), Tacotron2Config)
+    check_after_parsing(parser, check_audio_flags)  # its targets are mels of these flags
 
     symbols = parser.add_argument_group(
         "Tacotron 2 symbols (default: NVIDIA's 148 English symbols; the table is saved in every checkpoint and "

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from common.layers import lengths_to_mask
-from tacotron2.model import DecoderState, FastStepWeights
+from tacotron2.model import DecoderState, FastStepWeights, count_steps_at_text_end
 
 TEXT_LENGTH_BUCKET = 32  # symbols; fewer recordings for texts of varied length, at little padded work
 
@@ -38,13 +38,16 @@ class _Buffers(NamedTuple):
     padding: Tensor  # (B, T_padded) bool: True past each text
     weights: FastStepWeights
     gate_threshold: Tensor  # () float32
+    last_symbol: Tensor  # (B,) long: each text's length - 1
+    max_steps_after_text_end: Tensor  # () long, 0: no limit (Decoder.infer)
     state: DecoderState
     frame: Tensor  # (B, n_mel): the previous step's last frame
     masks: Tensor  # (steps, n_layers, B, prenet_dim) bool: the prenet's keep-masks of the next steps
     frames: Tensor  # (steps, B, r, n_mel): what the last run's steps emitted
     alignments: Tensor  # (steps, B, T_padded)
-    n_steps: Tensor  # (B,) long: steps until each gate fired, the firing one counted
+    n_steps: Tensor  # (B,) long: steps until each utterance stopped, the stopping one counted
     stopped: Tensor  # (B,) bool
+    steps_at_text_end: Tensor  # (B,) long: count_steps_at_text_end's
 
 
 class _Recording:
@@ -93,7 +96,10 @@ class _Recording:
             b.frames[s].copy_(step_frames)
             b.alignments[s].copy_(state.attention_weights)
             b.n_steps.add_((~b.stopped).long())
-            b.stopped.logical_or_(torch.sigmoid(gate.float()) > b.gate_threshold)
+            b.steps_at_text_end.copy_(count_steps_at_text_end(b.steps_at_text_end, state.attention_weights,
+                                                              b.last_symbol))
+            past_text_end = (b.max_steps_after_text_end > 0) & (b.steps_at_text_end > b.max_steps_after_text_end)
+            b.stopped.logical_or_((torch.sigmoid(gate.float()) > b.gate_threshold) | past_text_end)
             frame = step_frames[:, -1]
         for buffer, value in zip(b.state, state):
             buffer.copy_(value)
@@ -112,8 +118,8 @@ class CudaGraphDecoderLoop:
         self.recordings: dict[tuple, _Recording] = {}
 
     def infer(self, memory: Tensor, text_lengths: Tensor, max_steps: int, gate_threshold: float,
-              early_stopping: bool, generator: Optional[torch.Generator], prenet_masks: Optional[Tensor]
-              ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+              early_stopping: bool, generator: Optional[torch.Generator], prenet_masks: Optional[Tensor],
+              max_steps_after_text_end: int = 0) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Decoder.infer's arguments and results."""
         decoder = self.decoder
         batch, text_length = memory.size(0), memory.size(1)
@@ -135,7 +141,9 @@ class CudaGraphDecoderLoop:
                                  (memory, processed_memory, padding, *weights)):
             buffer.copy_(value)
         b.gate_threshold.fill_(gate_threshold)
-        for buffer in (*b.state, b.frame, b.n_steps, b.stopped):
+        b.last_symbol.copy_(text_lengths - 1)
+        b.max_steps_after_text_end.fill_(max_steps_after_text_end)
+        for buffer in (*b.state, b.frame, b.n_steps, b.stopped, b.steps_at_text_end):
             buffer.zero_()
 
         frames = b.frames.new_empty((max_steps, *b.frames.shape[1:]))
@@ -175,11 +183,14 @@ class CudaGraphDecoderLoop:
             memory=memory.clone(), processed_memory=processed_memory.clone(), padding=padding.clone(),
             weights=FastStepWeights(*(w.clone() for w in weights)),
             gate_threshold=torch.zeros((), device=memory.device),
+            last_symbol=torch.zeros(batch, dtype=torch.long, device=memory.device),
+            max_steps_after_text_end=torch.zeros((), dtype=torch.long, device=memory.device),
             state=DecoderState(*(torch.zeros_like(tensor) for tensor in state)),
             frame=torch.zeros_like(step_frames[:, -1]),
             masks=torch.zeros((steps, *masks.shape), dtype=torch.bool, device=memory.device),
             frames=step_frames.new_zeros((steps, *step_frames.shape)),
             alignments=state.attention_weights.new_zeros((steps, *state.attention_weights.shape)),
             n_steps=torch.zeros(batch, dtype=torch.long, device=memory.device),
-            stopped=torch.zeros(batch, dtype=torch.bool, device=memory.device))
+            stopped=torch.zeros(batch, dtype=torch.bool, device=memory.device),
+            steps_at_text_end=torch.zeros(batch, dtype=torch.long, device=memory.device))
         return _Recording(decoder, buffers, steps, capture=memory.is_cuda, autocast_dtype=autocast_dtype)

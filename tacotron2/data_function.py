@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from common.arguments import add_dataclass_args, flag, probability
 from common.audio import AudioParams, MelSpectrogram, load_wav
-from common.filelist import read_filelist
+from common.errors import UserError
+from common.filelist import FilelistEntry, read_filelist
 from common.item_cache import ItemCache
 from common.mel_files import read_mel
 from common.text import TextProcessor
 
 
+@dataclass
+class TrainingTextSettings:
+    """How training reads its transcripts. Not saved in the model config: inference never reads them."""
+    final_punctuation_dropout: float = flag(
+        0.0, "the share of training items read without the marks that end their transcript (\"the end.\" as \"the "
+        "end\"), drawn anew each epoch, so that the stop gate learns where a text ends rather than to stop after a "
+        "full stop (0: off; not yet measured to help, so off by default)", type=probability)
+
+
 def add_data_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Tacotron 2 data")
+    add_dataclass_args(group, TrainingTextSettings)
     group.add_argument("--load-mel-from-disk", action="store_true",
                        help="filelists name .pt mels made by scripts/prepare_mels.sh instead of wavs")
     group.add_argument("--bucket-by-length", action="store_true",
@@ -27,18 +41,35 @@ def add_data_args(parser: argparse.ArgumentParser) -> None:
                             "for a corpus that fits (make demo's: about 80 MB); with --num-workers 0")
 
 
+def encode_transcript(text: TextProcessor, entry: FilelistEntry) -> list[int]:
+    """The symbol ids of a filelist line's transcript; one the text front-end cannot read (no symbol left after
+    cleaning, or an unknown one with strict symbols) is the user's to fix: a UserError naming the file and line."""
+    try:
+        return text.encode(entry.text, source=entry.source)
+    except UserError:
+        raise
+    except ValueError as error:
+        raise UserError(str(error)) from error
+
+
 class TextMelDataset(Dataset):
     """Items are (token ids (T_text,), log mel (n_mels, T_mel)). Transcripts are encoded up front, so a bad line
-    fails at start-up, naming the file and line, not hours into training."""
+    fails at start-up, naming the file and line, not hours into training.
+
+    With final_punctuation_dropout p, item i of epoch e is read without the marks that end its transcript with
+    probability p, drawn from (seed, e, i) alone: the same items in any worker and in a resumed run (the trainer
+    calls set_epoch)."""
 
     def __init__(self, filelist: str | Path, dataset_path: str | Path, text: TextProcessor, audio: AudioParams,
-                 load_mel_from_disk: bool = False, keep_in_memory: bool = False):
+                 load_mel_from_disk: bool = False, keep_in_memory: bool = False,
+                 final_punctuation_dropout: float = 0.0, seed: int = 0):
         self.entries = read_filelist(filelist, dataset_path)
+        self.text = text
+        self.final_punctuation_dropout, self.seed, self.epoch = final_punctuation_dropout, seed, 0
         self.audio = audio
         self.load_mel_from_disk = load_mel_from_disk
         text.cache_phonemes(filelist, [entry.text for entry in self.entries])  # a phoneme front-end's, else nothing
-        self.token_ids = [torch.tensor(text.encode(entry.text, source=entry.source), dtype=torch.long)
-                          for entry in self.entries]
+        self.token_ids = [torch.tensor(encode_transcript(text, entry), dtype=torch.long) for entry in self.entries]
         self.bucket_lengths = [len(ids) for ids in self.token_ids]  # text length predicts mel length well
         self.mel_spectrogram = MelSpectrogram(audio)
         self.in_memory = ItemCache(keep_in_memory)
@@ -53,6 +84,15 @@ class TextMelDataset(Dataset):
     def __len__(self) -> int:
         return len(self.entries)
 
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def drops_final_punctuation(self, index: int) -> bool:
+        """Whether item `index` is read without its final marks this epoch."""
+        if not self.final_punctuation_dropout:
+            return False
+        return bool(np.random.default_rng([self.seed, self.epoch, index]).random() < self.final_punctuation_dropout)
+
     def load_mel(self, index: int) -> torch.Tensor:
         entry = self.entries[index]
         try:
@@ -64,7 +104,10 @@ class TextMelDataset(Dataset):
         return self.mel_spectrogram(audio)[0]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.token_ids[index], self.in_memory.get(index, self.load_mel)
+        token_ids = self.token_ids[index]
+        if self.drops_final_punctuation(index):
+            token_ids = torch.tensor(self.text.without_final_mark(token_ids.tolist()), dtype=torch.long)
+        return token_ids, self.in_memory.get(index, self.load_mel)
 
 
 class TextMelCollate:

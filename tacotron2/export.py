@@ -39,7 +39,8 @@ from torch import Tensor, nn
 
 from common.layers import lengths_to_mask
 from common.onnx_export import export_and_check, session
-from tacotron2.model import DecoderState, FastStepWeights, Tacotron2, fast_inference_step
+from tacotron2.model import (MAX_FRAMES_AFTER_TEXT_END, DecoderState, FastStepWeights, Tacotron2, fast_inference_step,
+                             steps_after_text_end)
 
 ENCODER_FILE = "tacotron2_encoder.onnx"
 DECODER_STEP_FILE = "tacotron2_decoder_step.onnx"
@@ -201,9 +202,10 @@ class OnnxInference(NamedTuple):
 
 
 class OnnxTacotron2:
-    """The three files in onnxruntime, driven by Tacotron2.infer's loop in numpy (no torch): the same stop rule
-    (the step whose gate fires is the last, counted; finished utterances keep decoding until all have stopped) and
-    the same masking of what lies past each length."""
+    """The three files in onnxruntime, driven by Tacotron2.infer's loop in numpy (no torch): the same stop rules
+    (the step whose gate fires, or the one max_frames_after_text_end frames after the attention's peak first reached
+    the text's last symbol, is the last, counted; finished utterances keep decoding until all have stopped) and the
+    same masking of what lies past each length."""
 
     def __init__(self, folder: str | Path, threads: int | None = None):
         folder = Path(folder)
@@ -220,7 +222,8 @@ class OnnxTacotron2:
         return rng.random((max_steps, *self.prenet_mask_shape)) >= dropout
 
     def infer(self, text: np.ndarray, text_lengths: np.ndarray, prenet_masks: np.ndarray, max_steps: int,
-              gate_threshold: float = 0.5, early_stopping: bool = True) -> OnnxInference:
+              gate_threshold: float = 0.5, early_stopping: bool = True,
+              max_frames_after_text_end: int = MAX_FRAMES_AFTER_TEXT_END) -> OnnxInference:
         text, text_lengths = np.asarray(text, dtype=np.int64), np.asarray(text_lengths, dtype=np.int64)
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -234,6 +237,8 @@ class OnnxTacotron2:
         frame = np.zeros((batch, self.n_mel_channels), dtype=np.float32)
         n_steps = np.zeros(batch, dtype=np.int64)
         stopped = np.zeros(batch, dtype=bool)
+        steps_at_text_end = np.zeros(batch, dtype=np.int64)  # tacotron2/model.py: count_steps_at_text_end
+        max_steps_after_text_end = steps_after_text_end(max_frames_after_text_end, self.n_frames_per_step)
         frames, alignments = [], []
         for step in range(max_steps):
             outputs = self.step.run(STEP_OUTPUTS, {"frame": frame, "prenet_keep_masks": prenet_masks[step], **state,
@@ -246,6 +251,10 @@ class OnnxTacotron2:
             n_steps += ~stopped
             with np.errstate(over="ignore"):  # exp of a large negative logit: inf, a probability of 0
                 stopped |= 1.0 / (1.0 + np.exp(-gate.astype(np.float32))) > gate_threshold
+            if max_steps_after_text_end > 0:
+                reached = (steps_at_text_end > 0) | (state["attention_weights"].argmax(axis=1) >= text_lengths - 1)
+                steps_at_text_end += reached
+                stopped |= steps_at_text_end > max_steps_after_text_end
             frame = step_frames[:, -1]
             if early_stopping and stopped.all():
                 break

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group,
-                              read_reference_spellings)
+from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group, non_negative_int,
+                              positive_int, read_reference_spellings)
 from common.audio import AudioParams, save_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
@@ -52,8 +52,12 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers, and with --fast-decoder its merged products "
                             "(not with --compile or --torchscript)")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
-    group.add_argument("--max-decoder-steps", type=int, default=None, help="default: the checkpoint's")
+    group.add_argument("--max-decoder-steps", type=positive_int, default=None, help="default: the checkpoint's")
     group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")
+    group.add_argument("--max-frames-after-text-end", type=non_negative_int, default=None, metavar="FRAMES",
+                       help="stop an utterance this many mel frames after its attention reached the text's last "
+                            "symbol, if its gate has not stopped it (0: the gate alone, NVIDIA's rule; default: the "
+                            "checkpoint's, 40 unless it was trained with another)")
     group.add_argument("--save-alignments", action="store_true", help="write an alignment PNG per utterance")
     group.add_argument("--save-mels", action="store_true",
                        help="write each utterance's mel as mel_<line number><suffix>.pt (for inference.py -m WaveGlow)")

@@ -17,6 +17,10 @@ What differs from NVIDIA's code (all of it fixes):
   inference given the same prenet masks (inference draws one mask per step shared by the batch for exactly that).
 - Inference lengths follow the training gate convention: the step whose gate fires is the last one, counted
   (NVIDIA's are one frame short). Hitting max_decoder_steps is logged per utterance and reported in the result.
+- Inference does not depend on the gate alone to stop: an utterance also stops max_frames_after_text_end mel frames
+  after its attention's peak first reached its text's last symbol (see Decoder.infer). A gate that learned "stop
+  after the full stop" may never fire on a text without one, and the decoder would babble to max_decoder_steps.
+  max_frames_after_text_end=0 is NVIDIA's rule, the gate alone.
 - Reduction factor r = n_frames_per_step >= 1: each decoder step emits r frames; the prenet takes the last frame of
   the previous group, so its input is n_mel_channels wide whatever r is (identical shapes to NVIDIA's for r = 1).
   Mel targets need no padding to a multiple of r: the model runs ceil(T / r) steps and drops the surplus frames of
@@ -206,6 +210,25 @@ class FastStepWeights(NamedTuple):
     decoder_lstm_bias: Tensor
     projection: Tensor  # (n_mel * r + 1, decoder_rnn_dim + memory_dim): the frames' projection, then the gate's
     projection_bias: Tensor
+
+
+# Inference's default limit on the mel frames an utterance runs after its attention reached the text's last symbol
+# (Tacotron2's max_frames_after_text_end): about 0.46 s at a hop of 256 samples at 22050 Hz, longer than a final
+# sound and the pause after it, so that an utterance its gate stops is left as it was.
+MAX_FRAMES_AFTER_TEXT_END = 40
+
+
+def count_steps_at_text_end(steps_at_text_end: Tensor, attention_weights: Tensor, last_symbol: Tensor) -> Tensor:
+    """(B,) steps decoded since each utterance's attention peaked on its last symbol (last_symbol (B,): text
+    lengths - 1), this step included: 0 until the peak first gets there, then one more every step, wherever the
+    attention goes next (a decoder that babbles often wanders back)."""
+    reached = (steps_at_text_end > 0) | (attention_weights.argmax(dim=1) >= last_symbol)
+    return steps_at_text_end + reached.long()
+
+
+def steps_after_text_end(max_frames_after_text_end: int, n_frames_per_step: int) -> int:
+    """max_frames_after_text_end in decoder steps of n_frames_per_step frames, rounded up (0: no limit)."""
+    return -(-max_frames_after_text_end // n_frames_per_step)
 
 
 def fast_inference_step(prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
@@ -524,10 +547,15 @@ class Decoder(nn.Module):
                                                   self.n_frames_per_step, self.n_mel_channels)
 
     def infer(self, memory: Tensor, text_lengths: Tensor, max_steps: int, gate_threshold: float, early_stopping: bool,
-              generator: Optional[torch.Generator], prenet_masks: Optional[Tensor], stop_check_interval: int = 1
-              ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+              generator: Optional[torch.Generator], prenet_masks: Optional[Tensor], stop_check_interval: int = 1,
+              max_steps_after_text_end: int = 0) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Free running -> mel (B, n_mel, steps*r), per-utterance steps (B,), alignments (B, steps, T_in),
-        stopped (B,) bool: whether the gate fired before max_steps.
+        stopped (B,) bool: whether the utterance stopped before max_steps.
+
+        An utterance stops at the first step whose gate fires or, with max_steps_after_text_end > 0, at the step that
+        many steps after the one whose attention first peaked on its last symbol (count_steps_at_text_end),
+        whichever comes first; that step is its last, counted. Each utterance stops on its own: its batch-mates
+        keep decoding, and what it decodes after its stop is cut off (its length) and never read by them.
 
         Outputs go into tensors allocated once, and whether every utterance has stopped is read on the host only
         every stop_check_interval steps: on a GPU that read waits for all queued work, which would otherwise stall
@@ -535,7 +563,7 @@ class Decoder(nn.Module):
         if not torch.jit.is_scripting():
             if self.cuda_graphs is not None and not self.training:
                 return self.cuda_graphs.infer(memory, text_lengths, max_steps, gate_threshold, early_stopping,
-                                              generator, prenet_masks)
+                                              generator, prenet_masks, max_steps_after_text_end)
         batch = memory.size(0)
         processed_memory = self.attention_layer.memory_layer(memory)
         padding = ~lengths_to_mask(text_lengths, memory.size(1))
@@ -543,6 +571,8 @@ class Decoder(nn.Module):
         frame = memory.new_zeros(batch, self.n_mel_channels)
         n_steps = torch.zeros(batch, dtype=torch.long, device=memory.device)
         stopped = torch.zeros(batch, dtype=torch.bool, device=memory.device)
+        last_symbol = text_lengths - 1
+        steps_at_text_end = torch.zeros(batch, dtype=torch.long, device=memory.device)
         fast = self.fast and not self.training  # the fast step has no attention or decoder dropout
         weights = self.fast_step_weights() if fast else None
         frames = alignments = torch.empty(0)  # (max_steps, B, r, n_mel) and (max_steps, B, T_in), from step 0's dtype
@@ -564,7 +594,11 @@ class Decoder(nn.Module):
             alignments[s] = state.attention_weights
             steps_run = s + 1
             n_steps += (~stopped).long()  # the step whose gate fires is counted: it holds the last frame
-            stopped = stopped | (torch.sigmoid(gate.float()) > gate_threshold)
+            stops = torch.sigmoid(gate.float()) > gate_threshold
+            if max_steps_after_text_end > 0:
+                steps_at_text_end = count_steps_at_text_end(steps_at_text_end, state.attention_weights, last_symbol)
+                stops = stops | (steps_at_text_end > max_steps_after_text_end)
+            stopped = stopped | stops
             frame = step_frames[:, -1]
             if early_stopping and steps_run % stop_check_interval == 0 and bool(stopped.all()):
                 break
@@ -610,7 +644,7 @@ class Tacotron2Inference(NamedTuple):
     mel: Tensor  # (B, n_mel, T_max) after the postnet, zero past each length
     mel_lengths: Tensor  # (B,) frames, counting the frame group whose gate fired
     alignments: Tensor  # (B, decoder steps, T_in), zero past each utterance's steps
-    hit_max_decoder_steps: Tensor  # (B,) bool: the gate never fired, the mel is cut at max_decoder_steps
+    hit_max_decoder_steps: Tensor  # (B,) bool: it never stopped (gate, text end), the mel is cut at max_decoder_steps
 
 
 class Tacotron2(nn.Module):
@@ -624,7 +658,8 @@ class Tacotron2(nn.Module):
                  max_decoder_steps: int = 2000, gate_threshold: float = 0.5, p_attention_dropout: float = 0.1,
                  p_decoder_dropout: float = 0.1, postnet_embedding_dim: int = 512, postnet_kernel_size: int = 5,
                  postnet_n_convolutions: int = 5, decoder_no_early_stopping: bool = False,
-                 p_encoder_dropout: float = 0.5, p_postnet_dropout: float = 0.5):
+                 p_encoder_dropout: float = 0.5, p_postnet_dropout: float = 0.5,
+                 max_frames_after_text_end: int = MAX_FRAMES_AFTER_TEXT_END):
         super().__init__()
         if n_frames_per_step < 1:
             raise ValueError(f"n_frames_per_step must be >= 1, got {n_frames_per_step}")
@@ -632,11 +667,14 @@ class Tacotron2(nn.Module):
             raise ValueError(f"encoder_embedding_dim must be even (two LSTM directions), got {encoder_embedding_dim}")
         if max_decoder_steps < 1:
             raise ValueError(f"max_decoder_steps must be >= 1, got {max_decoder_steps}")
+        if max_frames_after_text_end < 0:
+            raise ValueError(f"max_frames_after_text_end must be >= 0 (0: no limit), got {max_frames_after_text_end}")
         self.mask_padding = mask_padding
         self.n_frames_per_step = n_frames_per_step
         self.max_decoder_steps = max_decoder_steps
         self.gate_threshold = gate_threshold
         self.early_stopping = not decoder_no_early_stopping
+        self.max_frames_after_text_end = max_frames_after_text_end
 
         self.embedding = nn.Embedding(n_symbols, symbols_embedding_dim)
         bound = math.sqrt(3.0) * math.sqrt(2.0 / (n_symbols + symbols_embedding_dim))
@@ -681,17 +719,23 @@ class Tacotron2(nn.Module):
     @torch.jit.export
     def infer(self, text: Tensor, text_lengths: Tensor, max_decoder_steps: Optional[int] = None,
               gate_threshold: Optional[float] = None, generator: Optional[torch.Generator] = None,
-              prenet_masks: Optional[Tensor] = None) -> Tacotron2Inference:
+              prenet_masks: Optional[Tensor] = None, max_frames_after_text_end: Optional[int] = None
+              ) -> Tacotron2Inference:
         """Synthesize mels for zero-padded text (B, T_in) in any length order; results are in input order.
 
-        Call model.eval() first. max_decoder_steps and gate_threshold override the constructor's for this call.
+        Call model.eval() first. max_decoder_steps, gate_threshold and max_frames_after_text_end (0: the gate alone
+        stops an utterance, NVIDIA's rule) override the constructor's for this call.
         The prenet dropout draws its masks from `generator` (on the model's device) when given, so a seed
         reproduces the output; or pass prenet_masks (max_decoder_steps, 2, B or 1, prenet_dim) keep-masks.
         """
         max_steps = self.max_decoder_steps if max_decoder_steps is None else max_decoder_steps
         threshold = self.gate_threshold if gate_threshold is None else gate_threshold
+        frames_after_text_end = (self.max_frames_after_text_end if max_frames_after_text_end is None
+                                 else max_frames_after_text_end)
         if max_steps < 1:
             raise ValueError(f"max_decoder_steps must be >= 1, got {max_steps}")
+        if frames_after_text_end < 0:
+            raise ValueError(f"max_frames_after_text_end must be >= 0 (0: no limit), got {frames_after_text_end}")
         if prenet_masks is not None and prenet_masks.size(0) < max_steps:
             raise ValueError(f"prenet_masks has {prenet_masks.size(0)} steps, fewer than max_decoder_steps={max_steps}")
         with torch.no_grad():
@@ -700,7 +744,7 @@ class Tacotron2(nn.Module):
             stop_check_interval = 1 if text.device.type == "cpu" else self.decoder.accelerator_stop_check_interval
             mel, n_steps, alignments, stopped = self.decoder.infer(
                 memory, text_lengths, max_steps, threshold, self.early_stopping, generator, prenet_masks,
-                stop_check_interval)
+                stop_check_interval, steps_after_text_end(frames_after_text_end, self.n_frames_per_step))
             mel_lengths = n_steps * self.n_frames_per_step
             valid = lengths_to_mask(mel_lengths, mel.size(2)).unsqueeze(1)
             mel = mel.masked_fill(~valid, 0.0)
@@ -710,7 +754,7 @@ class Tacotron2(nn.Module):
         for index in range(hit_max.size(0)):
             if bool(hit_max[index]):
                 message = (f"Tacotron 2: utterance {index} of the batch reached max_decoder_steps={max_steps} "
-                           f"before its gate fired; its mel is cut there")
+                           f"before it stopped; its mel is cut there")
                 if torch.jit.is_scripting():
                     warnings.warn(message)
                 else:

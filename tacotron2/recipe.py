@@ -88,7 +88,7 @@ def model_config(args: argparse.Namespace) -> dict:
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
     text = text_processor(args)
     train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk,
-                           args.keep_in_memory)
+                           args.keep_in_memory, args.final_punctuation_dropout, args.seed)
     validation = TextMelDataset(args.validation_files, args.dataset_path, text, audio, args.load_mel_from_disk,
                                 args.keep_in_memory)
     return DataSplits(train, validation, TextMelCollate())
@@ -118,8 +118,11 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
     """Alignment health of free-running synthesis on validation texts (the real test of attention), with plots."""
     generator = torch.Generator(device=batch["text"].device).manual_seed(args.seed)
     max_steps = int(batch["mel_lengths"].max()) * 2 // model.n_frames_per_step + 10
+    # The gate alone stops these utterances (max_frames_after_text_end=0), so val_stopped_by_gate says whether the
+    # gate has learned where speech ends.
     with max_steps_warnings_silenced():  # an unaligned model hits max_decoder_steps: counted below, not warned
-        result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator)
+        result = model.infer(batch["text"], batch["text_lengths"], max_decoder_steps=max_steps, generator=generator,
+                             max_frames_after_text_end=0)
     health = alignment_health(result.alignments, batch["text_lengths"], result.mel_lengths, model.n_frames_per_step)
     first_steps = int((result.mel_lengths[0] + model.n_frames_per_step - 1) // model.n_frames_per_step)
     alignment = result.alignments[0, :first_steps, : int(batch["text_lengths"][0])].float().cpu().numpy()

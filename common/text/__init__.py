@@ -15,6 +15,11 @@ the user wrote, `symbols_of_transcripts` makes one of the symbols a corpus uses 
 
 Another language can also be read as sounds: `TextProcessor(["espeak_ipa"], table, language="de")` turns text into
 eSpeak NG's IPA (common/text/phonemes.py), one symbol per IPA character; the language travels in the checkpoint too.
+
+Every line ends as a sentence: whatever the cleaners, one whose last symbol (closing quotes and brackets aside) is not
+a mark of FINAL_MARKS gets a full stop, in training and at inference alike. Corpora end their sentences with one, and
+a Tacotron 2 trained on them learns to stop after it: without it, text typed as people type it ("turn the light
+off") may never stop. A table without a full stop (one made of transcripts that never hold one) is left as it was.
 """
 from __future__ import annotations
 
@@ -24,13 +29,19 @@ import logging
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Container, Iterable, Iterator, Sequence
 
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.text.cleaners import (CLEANER_NAMES, LANGUAGE_CLEANERS, get_cleaner, transliterates,
                                    untransliterable_characters)
 from common.text.symbols import ARPABET_PREFIX, PAD, SYMBOLS
+
+FULL_STOP = "."
+# The marks a line may end with as it is: a sentence's ends, and a clause's (a line cut mid-sentence, as LJSpeech has).
+FINAL_MARKS = frozenset(".!?,;:\u2026\u3002\uff01\uff1f")  # also the ellipsis and the CJK full stop, ! and ?
+# What may follow the final mark: "he said 'go.'" ends with one.
+CLOSING_QUOTES_AND_BRACKETS = frozenset("'\")]\u00bb\u201d\u2019")
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +87,11 @@ class TextProcessor:
         return len(self.symbols)
 
     def clean(self, text: str) -> str:
-        """The text encode() reads: cleaned, with ARPAbet in braces kept as it is (uppercased)."""
+        """The text encode() reads: cleaned, with ARPAbet in braces kept as it is (uppercased), and the full stop
+        that encode() adds to a line without a final mark."""
         parts = [part if not is_arpabet else "{" + " ".join(part) + "}" for is_arpabet, part in self._parts(text)]
-        return "".join(parts).strip()
+        cleaned = "".join(parts).strip()
+        return cleaned + FULL_STOP if self._lacks_final_mark(self._to_symbols(text)) else cleaned
 
     def encode(self, text: str, source: str = "") -> list[int]:
         """Ids of the cleaned text. `source` (say "filelists/x.txt:12") names the text in warnings and errors."""
@@ -86,21 +99,40 @@ class TextProcessor:
         if not text.strip():
             raise ValueError(f"{where}: empty transcript")
         symbols = self._to_symbols(text)
+        unknown = Counter(symbol for symbol in symbols if symbol not in self._id_of)
+        if self._cleaners_transliterate:  # what the cleaners dropped never reaches the symbols: count it here
+            text_outside_braces = "".join(part for is_arpabet, part in _braces_split(text) if not is_arpabet)
+            unknown.update(untransliterable_characters(text_outside_braces))
+        symbols = [symbol for symbol in symbols if symbol in self._id_of]
         # Leading and trailing spaces carry no sound, and a trailing space is known to keep Tacotron 2 from stopping.
         while symbols and symbols[-1].isspace():
             symbols.pop()
         while symbols and symbols[0].isspace():
             symbols.pop(0)
-        unknown = Counter(symbol for symbol in symbols if symbol not in self._id_of)
-        if self._cleaners_transliterate:  # what the cleaners dropped never reaches the symbols: count it here
-            text_outside_braces = "".join(part for is_arpabet, part in _braces_split(text) if not is_arpabet)
-            unknown.update(untransliterable_characters(text_outside_braces))
-        if unknown:
+        if self._lacks_final_mark(symbols):
+            symbols.append(FULL_STOP)
+        ids = [self._id_of[symbol] for symbol in symbols]
+        if unknown and (ids or self.strict):  # without a symbol left, the error below says it all, in one line
             self._report_unknown(unknown, where)
-        ids = [self._id_of[symbol] for symbol in symbols if symbol in self._id_of]
         if not ids:
             raise ValueError(f"{where}: transcript {text[:80]!r} encodes to no symbols")
         return ids
+
+    def without_final_mark(self, ids: Sequence[int]) -> list[int]:
+        """encode()'s ids with the marks that end the line left out (closing quotes and brackets after them kept):
+        "(an aside.)" as "(an aside)". Ids of a line that ends in no mark, or that is nothing but marks, are returned
+        as they are. Training reads some lines so (Tacotron 2's --final-punctuation-dropout), so that a model learns
+        where a text ends, not that it ends after a full stop."""
+        ids = [int(symbol_id) for symbol_id in ids]
+        end = len(ids)
+        while end and self.symbols[ids[end - 1]] in CLOSING_QUOTES_AND_BRACKETS:
+            end -= 1
+        start = end
+        while start and (self.symbols[ids[start - 1]] in FINAL_MARKS or self.symbols[ids[start - 1]].isspace()):
+            start -= 1
+        if start == 0 or not any(self.symbols[symbol_id] in FINAL_MARKS for symbol_id in ids[start:end]):
+            return ids
+        return ids[:start] + ids[end:]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of the ids, padding skipped, runs of phonemes in braces: the inverse of encode() after cleaning."""
@@ -178,6 +210,11 @@ class TextProcessor:
             symbols += [ARPABET_PREFIX + phoneme for phoneme in part] if is_arpabet else list(part)
         return symbols
 
+    def _lacks_final_mark(self, symbols: list[str]) -> bool:
+        """Whether encode() ends these symbols with a full stop: they hold a symbol of the table, and the last such
+        one (closing quotes and brackets aside) is no final mark, and the table has a full stop."""
+        return FULL_STOP in self._id_of and lacks_final_mark(symbols, self._id_of)
+
     def _report_unknown(self, unknown: Counter, where: str) -> None:
         if self.strict:
             listing = ", ".join(f"{_describe(symbol)} x{count}" for symbol, count in unknown.items())
@@ -189,6 +226,17 @@ class TextProcessor:
                                "(later ones are only counted, in TextProcessor.unknown_counts)", where,
                                _describe(symbol))
         self.unknown_counts.update(unknown)
+
+
+def lacks_final_mark(symbols: Sequence[str], known: Container[str]) -> bool:
+    """Whether a line of these symbols ends without a mark of FINAL_MARKS, reading back from its end over spaces,
+    closing quotes and brackets and the symbols not in `known` (those encode() drops). False for a line with no
+    other symbol: there is no sentence to end."""
+    for symbol in reversed(symbols):
+        if symbol not in known or symbol.isspace() or symbol in CLOSING_QUOTES_AND_BRACKETS:
+            continue
+        return symbol not in FINAL_MARKS
+    return False
 
 
 def _is_phoneme(symbol: str) -> bool:
@@ -209,9 +257,22 @@ def symbols_of_transcripts(transcripts: Iterable[str], cleaner_names: Sequence[s
     reader = TextProcessor(cleaner_names, language=language)
     used: set[str] = set()
     for transcript in transcripts:
-        used.update(reader._to_symbols(transcript.strip()))
+        symbols = reader._to_symbols(transcript.strip())
+        used.update(symbols)
+        if lacks_final_mark(symbols, _AnySymbolBut(PAD)):
+            used.add(FULL_STOP)  # encode() ends the line with one
     used.discard(PAD)
     return [PAD, *sorted(used)]
+
+
+class _AnySymbolBut:
+    """Every symbol but one: what a table made of the transcripts will hold."""
+
+    def __init__(self, excluded: str):
+        self.excluded = excluded
+
+    def __contains__(self, symbol: object) -> bool:
+        return symbol != self.excluded
 
 
 def read_symbols_file(path: str | Path, flag: str = "--symbols-file") -> list[str]:

@@ -1,11 +1,15 @@
-"""Tacotron 2's dataset with --keep-in-memory: the same items as computing each mel every epoch, each computed once."""
+"""Tacotron 2's dataset: with --keep-in-memory the same items as computing each mel every epoch, each computed once;
+with --final-punctuation-dropout a share of items read without their final marks."""
+import argparse
 import shutil
 
+import pytest
 import torch
 
 from common.audio import AudioParams
 from common.text import TextProcessor
 from tacotron2.data_function import TextMelDataset
+from tacotron2.recipe import RECIPE, build_data
 
 
 def test_kept_in_memory_the_items_are_the_same_and_each_mel_is_computed_once(synthetic_corpus, tmp_path):
@@ -21,3 +25,40 @@ def test_kept_in_memory_the_items_are_the_same_and_each_mel_is_computed_once(syn
     shutil.rmtree(corpus / "wavs")  # nothing is read again
     assert torch.equal(kept[0][1], first_mel)
     assert len(kept.in_memory) == len(kept)
+
+
+def test_final_punctuation_dropout_reads_a_share_of_items_without_their_final_marks(synthetic_corpus):
+    """--final-punctuation-dropout: items drawn from (seed, epoch, item) alone lose the marks that end them, mel
+    unchanged; the others, and every item at 0 (the default), are read as encoded."""
+    text = TextProcessor()
+    kept = TextMelDataset(synthetic_corpus.train_filelist, synthetic_corpus.dataset_dir, text, AudioParams())
+    dropping = TextMelDataset(synthetic_corpus.train_filelist, synthetic_corpus.dataset_dir, text, AudioParams(),
+                              final_punctuation_dropout=0.5, seed=7)
+
+    def read_without_marks(dataset):
+        return [index for index in range(len(dataset)) if dataset[index][0].size(0) < dataset.token_ids[index].size(0)]
+
+    first_epoch = read_without_marks(dropping)
+    assert 0 < len(first_epoch) < len(dropping) and not read_without_marks(kept)
+    for index in first_epoch:
+        ids, mel = dropping[index]
+        assert text.symbols[int(dropping.token_ids[index][-1])] in ".!?"  # every corpus sentence ends in one
+        assert ids.tolist() == text.without_final_mark(dropping.token_ids[index].tolist())
+        assert text.symbols[int(ids[-1])] not in ".!? " and torch.equal(mel, kept[index][1])
+    assert read_without_marks(dropping) == first_epoch  # the same items, however often they are read
+    dropping.set_epoch(1)
+    assert read_without_marks(dropping) != first_epoch  # drawn anew each epoch
+
+
+def test_final_punctuation_dropout_is_a_training_flag_for_the_training_split_only(synthetic_corpus):
+    parser = argparse.ArgumentParser()
+    RECIPE.add_args(parser)
+    assert parser.parse_args([]).final_punctuation_dropout == 0.0
+    args = parser.parse_args(["--final-punctuation-dropout", "0.3"])
+    args.training_files, args.validation_files = synthetic_corpus.train_filelist, synthetic_corpus.val_filelist
+    args.dataset_path, args.seed = synthetic_corpus.dataset_dir, 1
+    data = build_data(args, AudioParams())
+    assert (data.train.final_punctuation_dropout, data.train.seed) == (0.3, 1)
+    assert data.validation.final_punctuation_dropout == 0.0
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--final-punctuation-dropout", "1.5"])

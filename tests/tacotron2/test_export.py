@@ -79,6 +79,26 @@ def test_the_onnxruntime_loop_gives_tacotron2_infer(exported, gate_threshold, le
     np.testing.assert_allclose(result.alignments, expected.alignments.numpy(), atol=1e-5, rtol=0)
 
 
+def test_the_onnxruntime_loop_stops_after_the_text_s_end_as_tacotron2_infer_does(exported):
+    """A limit of 6 frames after the text's end: the first utterance stops 3 steps after its attention reached its
+    last symbol, before its gate (18 frames alone), the last (one symbol, its gate never fires) 3 steps after the
+    first; the third's attention never reaches its end, and it runs to max_decoder_steps. Both loops alike."""
+    folder, _, model = exported
+    onnx_tacotron2 = export.OnnxTacotron2(folder, threads=1)
+    text, text_lengths = padded_text([7, 12, 4, 1], seed=3)
+    masks = onnx_tacotron2.draw_prenet_masks(np.random.default_rng(0), 60)
+    gate_alone = model.infer(text, text_lengths, 60, 0.29, prenet_masks=torch.from_numpy(masks),
+                             max_frames_after_text_end=0)
+    assert gate_alone.mel_lengths.tolist() == [18, 10, 120, 120]
+    result = onnx_tacotron2.infer(text.numpy(), text_lengths.numpy(), masks, 60, 0.29, max_frames_after_text_end=6)
+    expected = model.infer(text, text_lengths, 60, 0.29, prenet_masks=torch.from_numpy(masks),
+                           max_frames_after_text_end=6)
+    assert result.mel_lengths.tolist() == expected.mel_lengths.tolist() == [8, 10, 120, 8]
+    assert result.hit_max_decoder_steps.tolist() == expected.hit_max_decoder_steps.tolist() == [
+        False, False, True, False]
+    np.testing.assert_allclose(result.mel, expected.mel.numpy(), atol=1e-4, rtol=0)
+
+
 def test_other_families_flags_and_old_opsets_are_user_errors(exported):
     folder, _, _ = exported
     with pytest.raises(UserError, match="--ema is for -m HiFiGAN, not -m Tacotron2"):

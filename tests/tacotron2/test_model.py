@@ -398,8 +398,9 @@ def test_flag_defaults_are_the_reference_defaults_and_build_the_default_model():
     config = model_config(args)
     defaults = {name: p.default for name, p in inspect.signature(Tacotron2.__init__).parameters.items()
                 if name != "self"}
-    # Our two dropout flags are saved only when changed, so a default config has NVIDIA's keys alone.
-    ours = {"p_encoder_dropout": 0.5, "p_postnet_dropout": 0.5}
+    # Our flags (two dropouts, the stop after the text's end) are saved only when changed, so a default config has
+    # NVIDIA's keys alone.
+    ours = {"p_encoder_dropout": 0.5, "p_postnet_dropout": 0.5, "max_frames_after_text_end": 40}
     assert config == {name: value for name, value in defaults.items() if name not in ours}
     assert {name: defaults[name] for name in ours} == ours
     assert loss_config(args) == {"guided_attn_weight": 0.0, "guided_attn_sigma": 0.2, "n_frames_per_step": 1,

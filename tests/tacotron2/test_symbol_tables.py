@@ -66,7 +66,8 @@ def test_german_transcripts_train_with_their_own_table_and_synthesize_with_it(sy
     synthesizer = Synthesizer(inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                                    str(checkpoint_path), "--cpu"]))
     assert synthesizer.text.symbols == symbols
-    assert synthesizer.text.encode("Grüße") == [symbols.index(character) for character in "grüße"]
+    # a line without a final mark ends with the full stop the transcripts' table holds (docs/data.md)
+    assert synthesizer.text.encode("Grüße") == [symbols.index(character) for character in "grüße."]
 
 
 @pytest.mark.parametrize("file_name", ["symbols.txt", "symbols.json"])

@@ -14,6 +14,7 @@ instead of being sent the SIGTERM of multiprocessing's own exit handler, which t
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing
 import signal
 
@@ -48,10 +49,24 @@ class StopRequests:
             signal.signal(number, signal.SIG_IGN if self.received is not None else handler)
 
 
+@contextlib.contextmanager
+def stop_signals_held():
+    """Hold the stop signals back while data-loader workers start (wrap `iter(loader)`). A worker's first act is to
+    install torch's own SIGTERM handler, which kills it; only later does its worker_init_fn ignore the signal. A
+    SIGTERM in between would kill the worker and end the run before its checkpoint. Blocked here, the signal waits in
+    the forked worker until ignore_stop_signals, and in this process until the workers are up."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def ignore_stop_signals(worker_id: int) -> None:
     """DataLoader's worker_init_fn: the stop signals are the main process's to act on."""
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # held back by stop_signals_held while it started
 
 
 def kill_data_loader_workers() -> None:

@@ -30,7 +30,7 @@ from common.distributed import (DistributedContext, all_gather_objects, all_redu
 from common.errors import UserError
 from common.logger import RunLogger
 from common.output_folder import make_output_folder
-from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals
+from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals, stop_signals_held
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
 from common.schedules import schedule_from_args
@@ -226,7 +226,8 @@ class Trainer:
         remaining = len(self.train_sampler)
         epoch_start = time.perf_counter()
         progress = self._progress_bar(remaining)
-        batches = iter(self.train_loader)
+        with stop_signals_held():
+            batches = iter(self.train_loader)
         while remaining > 0:
             step_start = time.perf_counter()
             micro_batches = self.next_micro_batches(batches, min(args.grad_accumulation, remaining))

@@ -1,6 +1,6 @@
 """Shared test setup: the repository root on sys.path, the tiny eSpeak NG corpora built once per session, and the
 small checkpoints that tests of several folders read (a Tacotron 2 trained for an epoch, NVIDIA's WaveGlow format, a
-tiny speech recognizer)."""
+tiny speech recognizer), and a stand-in for Python that notes the commands a shell script runs."""
 from __future__ import annotations
 
 import sys
@@ -145,3 +145,23 @@ def recognizer_checkpoint(synthetic_asr_corpus, tmp_path_factory):
                 "-lr", "1e-4", "--max-updates", "2", "--max-tokens", "80000", "--mask-channel-length", "4",
                 "--num-workers", "0", "--quiet", "--cpu", *TINY_RECOGNIZER])
     return output / "checkpoint_wav2vec2_last.pt"
+
+
+@dataclass(frozen=True)
+class PythonStandIn:
+    """An executable that, given as a script's PYTHON, notes each command line it is asked to run and does nothing:
+    a script's wiring, tested without running what it wires."""
+    path: Path
+    calls: Path
+
+    def commands(self) -> list[list[str]]:
+        return [line.split() for line in self.calls.read_text().splitlines()] if self.calls.exists() else []
+
+
+@pytest.fixture
+def python_stand_in(tmp_path) -> PythonStandIn:
+    calls = tmp_path / "python_calls.txt"
+    path = tmp_path / "python_stand_in"
+    path.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    path.chmod(0o755)
+    return PythonStandIn(path, calls)

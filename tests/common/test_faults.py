@@ -283,3 +283,26 @@ def test_a_sigterm_after_the_stop_checkpoint_does_not_change_the_exit_status():
     completed = subprocess.run([sys.executable, "-c", program], cwd=REPO_ROOT, capture_output=True, text=True,
                                timeout=RUN_TIMEOUT)
     assert completed.returncode == PREEMPTED_EXIT_CODE, completed.stderr
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_sigterm_while_data_loader_workers_start_is_the_runs_to_act_on(held):
+    """The signal sent to the whole process group just as an epoch's workers are forked, before their worker_init_fn
+    can ignore it: with stop_signals_held (what the trainer does) every batch still comes and the stop is noted;
+    without it, torch's worker handler kills the workers (the case the trainer guards against)."""
+    program = ("import contextlib, os, signal, sys\n"
+               "from torch.utils.data import DataLoader\n"
+               "from common.preemption import StopRequests, ignore_stop_signals, stop_signals_held\n"
+               "with StopRequests() as requests:\n"
+               "    loader = DataLoader(list(range(8)), batch_size=2, num_workers=2, "
+               "worker_init_fn=ignore_stop_signals)\n"
+               f"    with {'stop_signals_held()' if held else 'contextlib.nullcontext()'}:\n"
+               "        batches = iter(loader)\n"
+               "        os.killpg(0, signal.SIGTERM)\n"
+               "    print(len(list(batches)), requests.received)\n")
+    completed = subprocess.run([sys.executable, "-c", program], cwd=REPO_ROOT, capture_output=True, text=True,
+                               timeout=RUN_TIMEOUT, start_new_session=True)
+    if held:
+        assert (completed.returncode, completed.stdout) == (0, "4 SIGTERM\n"), completed.stderr
+    else:
+        assert completed.returncode == 1 and "DataLoader worker" in completed.stderr, completed.stderr

@@ -26,7 +26,7 @@ def run_demo(data: Path, output: Path, *flags: str, **environment: str) -> subpr
 
 
 @pytest.mark.slow
-def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
+def test_quick_demo_builds_a_re_spoken_copy_trains_tests_and_reports(tmp_path):
     data, output = tmp_path / "asr", tmp_path / "demo"
     completed = run_demo(data, output)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
@@ -37,7 +37,7 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
         "--everyday-sentences", "2"]
     assert {"train.tsv", "valid.tsv", "test_sentences.tsv", "test_voice.tsv", "test_everyday.tsv",
             "test_everyday_voices.tsv", "dict.ltr.txt"} <= {path.name for path in data.iterdir()}
-    # trained on the copy with made-up accents (the next test), tested on the corpus
+    # trained on the copy with made-up accents, tested on the corpus
     parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
     assert parameters["data"] == str(tmp_path / "asr_accent")
     # training, then one inference folder per test split: 2 held-out template sentences, 2 everyday sentences (by
@@ -86,13 +86,6 @@ def test_quick_demo_builds_trains_tests_and_reports(tmp_path):
     assert all(name in text for name in sizes) and "CER" in text and "en-029+f5 (2 utterances)" in text
     assert "eSpeak NG saying the TTS demo's 25 test sentences" in text and "with the language model" in text
     assert text in completed.stdout  # the report file holds what was printed
-
-
-@pytest.mark.slow
-def test_the_demo_trains_on_a_re_spoken_copy_and_tests_on_the_corpus(tmp_path):
-    data, output = tmp_path / "asr", tmp_path / "demo"
-    completed = run_demo(data, output)
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     copy = tmp_path / "asr_accent"
     assert (copy / ".accent_copy").read_text() == ((data / ".demo_asr_corpus").read_text().strip()
                                                    + " | --share 0.5 --variants wide --seed 1234 --keep-voices en-us\n")
@@ -107,23 +100,18 @@ def test_the_demo_trains_on_a_re_spoken_copy_and_tests_on_the_corpus(tmp_path):
     assert (copy / "train.tsv").read_text().splitlines()[0] == str(copy.resolve())
     assert (copy / "test_everyday_voices.tsv").read_text() == (data / "test_everyday_voices.tsv").read_text()
     assert (copy / "train.wrd").read_text() == (data / "train.wrd").read_text()
-    parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
-    assert parameters["data"] == str(copy)
-    assert len((output / "test_everyday_voices" / "predictions.txt").read_text().splitlines()) == 8
-    # a rerun finds the copy built from the same corpus and arguments and keeps it
-    built = (copy / "train.tsv").stat().st_mtime_ns
-    rerun = run_demo(data, output)
-    assert rerun.returncode == 0 and (copy / "train.tsv").stat().st_mtime_ns == built
-    assert "re-spoken" not in rerun.stdout
 
 
-@pytest.mark.slow
-def test_accent_share_0_trains_on_the_corpus_as_built(tmp_path):
+def test_accent_share_0_trains_on_the_corpus_as_built(tmp_path, python_stand_in):
+    """The script's wiring, with a stand-in for Python: training reads DATA_DIR itself, and no copy is made."""
     data, output = tmp_path / "asr", tmp_path / "demo"
-    completed = run_demo(data, output, "--max-updates", "1", ACCENT_SHARE="0")
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
-    assert parameters["data"] == str(data) and not (tmp_path / "asr_accent").exists()
+    completed = run_demo(data, output, PYTHON=str(python_stand_in.path), ACCENT_SHARE="0")
+    assert completed.returncode == 0, completed.stderr
+    commands = python_stand_in.commands()
+    training = [command for command in commands if command[0] == "train.py"]
+    assert len(training) == 1 and training[0][training[0].index("--data") + 1] == str(data)
+    assert not any("accent_perturbed_corpus" in " ".join(command) for command in commands)
+    assert not (tmp_path / "asr_accent").exists()
 
 
 # The stamp of a corpus of NUM_UTTERANCES=12 OPEN_UTTERANCES=8, what run_corpus_function builds.
@@ -167,6 +155,21 @@ def test_a_new_empty_or_half_built_folder_is_built_and_stamped(tmp_path):
         completed = run_corpus_function("ensure_asr_demo_corpus", DATA_DIR=str(folder))
         assert completed.returncode == 0, completed.stderr
         assert (folder / ".demo_asr_corpus").read_text() == SMALL_CORPUS_STAMP
+
+
+def test_an_accent_copy_of_the_same_corpus_and_arguments_is_kept_and_any_other_is_built_again(tmp_path):
+    """With `false` for Python, building fails: a kept copy is one the function did not try to build."""
+    corpus, copy = tmp_path / "asr", tmp_path / "asr_accent"
+    corpus.mkdir()
+    copy.mkdir()
+    (corpus / ".demo_asr_corpus").write_text(SMALL_CORPUS_STAMP)
+    (copy / "train.tsv").write_text("the copy's manifest\n")
+    (copy / ".accent_copy").write_text(SMALL_CORPUS_STAMP.strip()
+                                       + " | --share 0.5 --variants wide --seed 1234 --keep-voices en-us\n")
+    kept = run_corpus_function(f"ensure_accent_copy {corpus} {copy} 0.5 wide en-us", PYTHON="false")
+    assert kept.returncode == 0, kept.stderr
+    rebuilt = run_corpus_function(f"ensure_accent_copy {corpus} {copy} 0.25 wide en-us", PYTHON="false")
+    assert rebuilt.returncode == 1
 
 
 def test_demo_preset_is_a_small_from_scratch_ctc_model():

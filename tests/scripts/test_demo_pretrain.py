@@ -16,7 +16,6 @@ import train
 from common.errors import UserError
 from common.logger import read_dllogger_file
 from scripts.data.open_text import lexicon
-from scripts.wav2vec2 import accent_perturbed_corpus
 from scripts.wav2vec2.labelled_subset import choose_subset, write_subset
 from scripts.wav2vec2.report_pretrain_demo import (codebook_check, curve, pretraining_records, relative_reduction,
                                                    find_test_splits)
@@ -109,12 +108,19 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     assert "with the language model: pre-trained start CER" in text
     assert parameters(output / "pretrain" / "nvlog.json")["data"] == str(data)
 
-    # PRETRAIN_DATA_DIR: stage 2 pre-trains on another corpus's training audio (here a re-spoken copy)
-    accent_perturbed_corpus.main([str(data), str(tmp_path / "copy"), "--share", "1"])
-    completed = run_demo(data, tmp_path / "demo_copy", "--stage", "2", "--stop-stage", "2",
-                         PRETRAIN_DATA_DIR=str(tmp_path / "copy"))
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert parameters(tmp_path / "demo_copy" / "pretrain" / "nvlog.json")["data"] == str(tmp_path / "copy")
+
+def test_pretrain_data_dir_is_what_stage_2_pre_trains_on(tmp_path, python_stand_in):
+    """The script's wiring, with a stand-in for Python: stage 2 pre-trains on PRETRAIN_DATA_DIR's audio (another
+    corpus, or a re-spoken copy), not on DATA_DIR's."""
+    other = tmp_path / "copy"
+    other.mkdir()
+    (other / "train.tsv").write_text(f"{other}\n")
+    completed = run_demo(tmp_path / "asr", tmp_path / "demo", "--stage", "2", "--stop-stage", "2",
+                         PYTHON=str(python_stand_in.path), PRETRAIN_DATA_DIR=str(other))
+    assert completed.returncode == 0, completed.stderr
+    training = [command for command in python_stand_in.commands() if command[0] == "train.py"]
+    assert len(training) == 1 and training[0][:4] == ["train.py", "-m", "wav2vec2", "pretrain"]
+    assert training[0][training[0].index("--data") + 1] == str(other)
 
 
 def test_a_missing_pretraining_corpus_is_named(tmp_path):

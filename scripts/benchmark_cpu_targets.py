@@ -1,4 +1,4 @@
-"""Issue 24's CPU targets: every workload's fast paths beside today's eager fp32 path, with the ratio and the method.
+"""The CPU speed targets: every workload's fast paths beside today's eager fp32 path, with the ratio and the method.
 
     python -m scripts.benchmark_cpu_targets                           # every target at its real size: long on 2 cores
     python -m scripts.benchmark_cpu_targets --quick                   # tiny models: a smoke test, not a measurement
@@ -64,7 +64,7 @@ from scripts.hifigan.benchmark_hifigan import random_log_mel
 from scripts.wav2vec2 import benchmark_wav2vec2
 from wav2vec2.api import Recognizer
 
-# target -> the ratio of the best fast path over eager fp32 that issue 24 asks for (None: a GFLOP/s target)
+# target -> the ratio of the best fast path over eager fp32 that the project aims for (None: a GFLOP/s target)
 WANTED_RATIO = {"tacotron2-infer": 2.0, "hifigan-infer": 1.5, "wav2vec2-infer": 1.5, "hifigan-train": 1.3,
                 "wav2vec2-pretrain": 1.3, "waveglow-infer": None}
 TARGETS = tuple(WANTED_RATIO)

@@ -1,4 +1,4 @@
-"""Today's eager path against the fast paths, side by side, for Tacotron 2 and WaveGlow (issue 13).
+"""Today's eager path against the fast paths, side by side, for Tacotron 2 and WaveGlow.
 
     python -m scripts.benchmark_speed                      # every target, NVIDIA's sizes: tens of minutes on 2 cores
     python -m scripts.benchmark_speed --quick              # tiny models: a smoke test of the script, not a measurement

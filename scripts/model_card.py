@@ -2,7 +2,7 @@
 
     python -m scripts.model_card CKPT [-o README.md] [-m NAME]
 
-The card holds YAML front matter (library_name, tags, language, license placeholder, datasets where the checkpoint
+The card holds YAML front matter (library_name, tags, language, licence, datasets where the checkpoint
 records its data), then the model, its training data, how long it trained (from the checkpoint), where the family's
 measured results are (linked, not copied: they were measured on the project's demo runs, not on this file), and how
 to load it with the Python API. -m names the family of a file that does not say (NVIDIA's).
@@ -27,6 +27,10 @@ DESCRIPTIONS = {
 }
 LANGUAGE_OF_CLEANERS = {"english": "en", "german": "de"}  # the first word of a cleaner's name
 KNOWN_DATASETS = {"ljspeech": "keithito/lj_speech", "librispeech": "openslr/librispeech_asr"}
+# The terms of each known corpus, which weights learned from it carry beside the code's licence.
+DATASET_TERMS = {"keithito/lj_speech": "LJSpeech is in the public domain",
+                 "openslr/librispeech_asr": "LibriSpeech is under CC BY 4.0 (attribution)"}
+CODE_LICENSE = "bsd-3-clause"  # the project's LICENSE, by its Hugging Face identifier
 
 
 def language_of(metadata: dict) -> str | None:
@@ -50,11 +54,23 @@ def front_matter(metadata: dict) -> str:
     language = language_of(metadata)
     if language:
         lines.append(f"language: {language}")
-    lines.append("license: other  # TODO: the license of the weights and of the data they were trained on")
+    # A published reference file (NVIDIA's or jik876's generator) comes under its publisher's terms, not ours.
+    lines.append("license: other" if metadata.get("generator_only") else f"license: {CODE_LICENSE}")
     dataset = dataset_of(metadata)
     if dataset:
         lines += ["datasets:", f"- {dataset}"]
     return "\n".join([*lines, "---"])
+
+
+def license_text(metadata: dict) -> str:
+    if metadata.get("generator_only"):
+        return (f"The weights are those of a published file (`{metadata.get('source')}`); its publisher's terms "
+                "apply.")
+    dataset = dataset_of(metadata)
+    data_terms = (f" {DATASET_TERMS[dataset]}." if dataset in DATASET_TERMS else
+                  " Their training data's own terms apply to them too.")
+    return ("The code that trained these weights is under the BSD 3-Clause licence (the project's LICENSE)."
+            + data_terms)
 
 
 def training_length(metadata: dict) -> str:
@@ -116,6 +132,8 @@ def model_card(metadata: dict, checkpoint: str, exported: bool = False) -> str:
         "checkpoint unless it is the one a row there names.",
         "## How to load it",
         f"```python\n{load_snippet(metadata, checkpoint, exported)}\n```",
+        "## Licence",
+        license_text(metadata),
     ]
     return "\n\n".join(sections) + "\n"
 

@@ -3,7 +3,10 @@ small checkpoints that tests of several folders read (a Tacotron 2 trained for a
 tiny speech recognizer), and a stand-in for Python that notes the commands a shell script runs."""
 from __future__ import annotations
 
+import getpass
+import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +15,13 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # so tests can `import common`, `import tacotron2`, `import train`
+
+# torch.compile's caches do not tell code vectorised under one ATEN_CPU_CAPABILITY from code for another: with the
+# suite run again under `default`, kernels an earlier run cached failed to build ("'at::vec' has not been declared").
+# One cache folder per setting (subprocesses inherit it).
+if os.environ.get("ATEN_CPU_CAPABILITY"):
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(
+        Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}_{os.environ['ATEN_CPU_CAPABILITY']}"))
 
 SYNTHETIC_CORPUS_UTTERANCES = 24  # 22 train, 1 val, 1 test; about a minute of audio, built in under a second
 SYNTHETIC_CORPUS_SEED = 1234

@@ -1,8 +1,9 @@
 """The documentation a newcomer starts from: README.md stays a front page with the two commands, "Adding a model family"
-names every field a family fills in, and every relative link in README.md and docs/ leads to a file and heading that
-exist."""
+names every field a family fills in, every relative link in README.md and docs/ leads to a file and heading that
+exist, and no file speaks of how the project was made (work sessions, issue numbers)."""
 import dataclasses
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,17 @@ def test_relative_links_lead_to_files_and_headings_that_exist(document):
             if anchor not in {heading_anchor(heading) for heading in headings}:
                 broken.append(f"{target}: no such heading")
     assert not broken, f"{document.relative_to(ROOT)}: {broken}"
+
+
+def test_no_file_speaks_of_the_sessions_or_issues_that_made_the_project():
+    """Words a user cannot look up: the numbered work sessions and issues the project was built in (git keeps them)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    found = []
+    for name in files.decode().split("\0"):
+        path = ROOT / name
+        if not name or not path.is_file() or path.suffix not in {".md", ".py", ".sh", ".txt", ".json", ".yaml", ""}:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if re.search(r"\b(session|issue) #?[0-9]+", line, re.I):
+                found.append(f"{name}:{number}: {line.strip()[:80]}")
+    assert not found, "\n".join(found)

@@ -1,4 +1,4 @@
-"""NVIDIA's command lines (issue 21): every flag that NVIDIA's launch scripts pass to train.py, for Tacotron 2,
+"""NVIDIA's command lines: every flag that NVIDIA's launch scripts pass to train.py, for Tacotron 2,
 WaveGlow, HiFi-GAN and wav2vec 2.0 (tests/data/nvidia_command_lines.json), and to inference.py
 (tests/data/nvidia_inference_command_lines.json), is accepted and means what it means there, as `train.py --dry-run`
 and `inference.py --dry-run` resolve it; a flag accepted only for compatibility says so in --help, and the

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import train
+from common.distributed import run_entry_point
 from common.logger import read_dllogger_file
 from tests.families import PinnedLosses
 
@@ -68,4 +69,5 @@ if __name__ == "__main__":
             torch.save(parameters, Path(self.args.output) / f"final_parameters_rank{self.context.rank}.pt")
 
     trainer.Trainer = TrainerKeepingParameters  # what train.main builds
-    train.main(sys.argv[1:])
+    # As train.py leaves: a rank that leaves through Python's teardown can abort in gloo's threads (run_entry_point).
+    run_entry_point(lambda: train.main(sys.argv[1:]))

@@ -115,7 +115,7 @@ def perturb_corpus(source: Path, output: Path, share: float, seed: int, variants
 
     # One utterance at a time, in the manifest's order, and not in parallel: each synthesis forks from this process,
     # whose eSpeak NG library keeps state from the transcriptions before it, so the copy's bytes depend on that
-    # order (speaking the same jobs in two processes changed 175 of 2881 wavs when tried, session 26).
+    # order (speaking the same jobs in two processes changed 175 of 2881 wavs when tried).
     rng = random.Random(seed)
     rows, counts = [], {"respoken": 0, "unchanged": 0, "failed": 0}
     for relative, samples in manifest_rows:

@@ -30,11 +30,11 @@ DESCRIPTIONS = {"test_sentences": "held-out template sentences, training voices"
                 "test_voice": "the held-out template sentences spoken by a voice never heard in training",
                 "test_everyday": "hand-written everyday sentences, training accents and variants",
                 "test_everyday_voices": "the everyday sentences spoken by accents and variants never heard in training"}
-# The highest CER (%) each split may have (issue 19); test_sentences' is --target-cer.
+# The highest CER (%) each split may have (the demo's targets); test_sentences' is --target-cer.
 TARGET_CERS = {"test_everyday": 10.0, "test_everyday_voices": 15.0}
 # ... and on eSpeak NG's rendering of the TTS demo's test sentences (tts_ceiling/:
 # scripts/wav2vec2/tts_judge_ceiling.py), the ceiling of the score this recognizer gives `make demo`: 1.72 % with the
-# recognizer before issue 19.
+# recognizer of the former template corpus.
 TTS_CEILING_TARGET_CER = 1.8
 EXAMPLES = 3  # transcripts shown per split
 SAMPLING_RATE = 16000  # the ASR corpus's (scripts/data/asr_corpus.py)

@@ -10,7 +10,7 @@ inference folder per test split (<split>/nvlog.json), and one more where the spl
 model (<split>_lm/nvlog.json). Writes report.json (every figure below) and report.txt (what it prints) into
 --output-dir.
 
-The target (issue 19): the pre-trained start's CER at least --target-reduction % below the random start's on every
+The target: the pre-trained start's CER at least --target-reduction % below the random start's on every
 test split, judged greedily and, where every split was decoded with it, with the language model. The codebook counts as
 collapsed when the last validation's code perplexity (the summed exp(entropy) of each group's code choices over a batch)
 is below COLLAPSE_SHARE of its entries.

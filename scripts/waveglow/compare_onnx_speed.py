@@ -6,7 +6,7 @@
 Builds a random-weight WaveGlow (weight norm folded, as inference runs it), exports it with waveglow/export.py (which
 checks onnxruntime against eager within 1e-4), then times `WaveGlow.infer(mel, 1, z)` and the ONNX session on the same
 mel and noise for each BATCHxFRAMES shape (86 frames are 1 s of audio at 22050 Hz). Prints the best of --repeats
-runs of each and their ratio: whether a batch costs PyTorch more per second of audio than onnxruntime (issue 24 asked,
+runs of each and their ratio: whether a batch costs PyTorch more per second of audio than onnxruntime (asked
 after scripts/onnx_pipeline.py measured 1.9x at batch 4; docs/export.md).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Long runs that survive (issue 21): checkpoint retention and the disk space left, stopping on SIGTERM / SIGUSR1
+"""Long runs that survive: checkpoint retention and the disk space left, stopping on SIGTERM / SIGUSR1
 with a checkpoint and an exact resume (one process and two gloo ranks), an output folder that cannot be made, a broken file met mid-run (one process and two ranks: every rank exits), runs
 that diverge (--max-skipped-steps), and --epochs-this-job. Mostly on the toy recipes of tests/common/toy_recipes.py;
 the one-process stop and the broken files on a real family (WaveGlow, tiny) through train.py. A full disk and

@@ -1,5 +1,5 @@
 """The model_config every family saves in its checkpoints is the same dict as before the configs became dataclasses
-(issue 20): key for key, value for value and type for type (a resumed run compares the saved dict with the new one,
+key for key, value for value and type for type (a resumed run compares the saved dict with the new one,
 so a list that became a tuple would refuse old checkpoints). The expectation, model_configs_before_dataclasses.json,
 was written by the code of 501fc19 from the same command lines."""
 import json

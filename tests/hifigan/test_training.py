@@ -56,15 +56,18 @@ def test_two_ranks_accumulating_equal_one_process_on_the_global_batch(synthetic_
     ddp_records, single_records = records(ddp / "nvlog.json", "train_loss"), records(single / "nvlog.json",
                                                                                    "train_loss")
     assert len(ddp_records) == len(single_records) == 3
-    # Adam hides a gradient of the wrong scale in the weights, so the gradient norms are compared too.
+    # Adam hides a gradient of the wrong scale in the weights, so the gradient norms are compared too. A wrong scale
+    # is off by a factor of the accumulation (2); rounding is not: 1e-3, as under SSE4.1 kernels
+    # (ONEDNN_MAX_CPU_ISA=SSE41 ATEN_CPU_CAPABILITY=default) the third step's generator norm moved 1.9e-4.
     for name in ("train_loss", "train_discriminator_loss", "train_mel_loss", "train_feature_matching_loss",
                  "grad_norm_discriminator", "grad_norm_generator"):
-        assert [r[name] for r in ddp_records] == pytest.approx([r[name] for r in single_records], rel=1e-4), name
+        assert [r[name] for r in ddp_records] == pytest.approx([r[name] for r in single_records], rel=1e-3), name
     final = load_checkpoint(single / "checkpoint_HiFiGAN_last.pt")["state_dict"]
     for key, value in ranks[0].items():
         # Per tensor, not per element: where a gradient is ~0, Adam's normalised step turns rounding into a whole step.
-        # 5e-4: on an AVX-512 CPU conv_pre's bias drifted 1.4e-4; a gradient reduced twice is off by its own size.
-        assert torch.linalg.vector_norm(value - final[key]) <= 5e-4 * torch.linalg.vector_norm(final[key]), key
+        # 2e-3: conv_pre drifted 1.4e-4 on an AVX-512 CPU and 5.7e-4 under SSE4.1 kernels (its weight); a gradient
+        # lost or reduced twice moves a tensor by a whole step's size.
+        assert torch.linalg.vector_norm(value - final[key]) <= 2e-3 * torch.linalg.vector_norm(final[key]), key
 
 
 @pytest.mark.slow

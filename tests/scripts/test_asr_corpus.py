@@ -104,8 +104,8 @@ def test_prepare_dataset_writes_the_tts_corpus_at_16_khz_with_manifests(tmp_path
                              str(tmp_path / "sh"), "--filelists-dir", str(tmp_path / "sh" / "filelists")],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
-    # The module in a fresh process, as the script runs it: in a long-lived test worker one utterance once came out
-    # 6 samples longer (not reproduced outside the full suite).
+    # The module in a fresh process, as the script runs it: eSpeak NG's library keeps state from the syntheses before
+    # it in the same process, and in a long-lived test worker one utterance once came out 6 samples longer.
     program = ("import sys; from scripts.data.synthetic_corpus import build_corpus; "
                "summary = build_corpus(sys.argv[1], sys.argv[1] + '/filelists', num_utterances=6, seed=7, "
                "sampling_rate=16000, manifest=True); print(sorted(summary.manifests))")

@@ -223,7 +223,7 @@ def test_pretraining_preset_has_the_finetuning_presets_model_size():
                 "encoder_ffn_embed_dim", "encoder_attention_heads", "conv_pos", "conv_pos_groups"):
         assert pretraining[key] == finetuning[key], key
     assert pretraining["cpu"] and pretraining["latent_groups"] * pretraining["latent_vars"] == 128
-    # No dropout: 20 % faster pre-training, no worse a start (wav2vec2/RESULTS.md, session 29).
+    # No dropout: 20 % faster pre-training, no worse a start (wav2vec2/RESULTS.md).
     assert {pretraining[key] for key in ("dropout", "attention_dropout", "dropout_input", "dropout_features")} == {0.0}
 
 

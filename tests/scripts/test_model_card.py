@@ -1,5 +1,5 @@
 """scripts/model_card.py: a Hugging Face model card (front matter, training length, results link, load snippet) for a
-checkpoint or an exported folder; a missing checkpoint is one `error:` line."""
+checkpoint or an exported folder, its licence; a missing checkpoint is one `error:` line."""
 from __future__ import annotations
 
 import subprocess
@@ -28,8 +28,8 @@ def test_a_tacotron2_card_holds_front_matter_steps_results_and_the_load_snippet(
 
     front = front_matter_of(card)
     assert front[:5] == ["library_name: pytorch", "tags:", "- text-to-speech", "- tacotron2", "- speech"]
-    assert "language: en" in front and any(line.startswith("license: other") for line in front)
-    for section in ("Model description", "Training data", "Training length", "Results", "How to load it"):
+    assert "language: en" in front and "license: bsd-3-clause" in front
+    for section in ("Model description", "Training data", "Training length", "Results", "How to load it", "Licence"):
         assert f"\n## {section}\n" in card
     assert f"Trained for {saved['epoch']} epochs and {saved['iteration']} steps" in card
     assert "[tacotron2/RESULTS.md](tacotron2/RESULTS.md)" in card
@@ -64,3 +64,18 @@ def test_a_missing_checkpoint_is_one_error_line(tmp_path):
 def test_an_unwritable_card_is_a_user_error(tacotron2_checkpoint, tmp_path):
     with pytest.raises(UserError, match="-o .*absent/README.md: cannot write the card"):
         model_card.main([str(tacotron2_checkpoint), "-o", str(tmp_path / "absent" / "README.md")])
+
+
+def test_the_licence_is_the_codes_with_the_known_corpus_terms_and_a_published_files_publishers():
+    trained = {"model_name": "HiFiGAN", "training": {"dataset": "/data/LJSpeech-1.1"}}
+    card = model_card.model_card(trained, "hifigan.pt")
+    assert "license: bsd-3-clause" in front_matter_of(card) and "- keithito/lj_speech" in front_matter_of(card)
+    assert card.endswith("## Licence\n\nThe code that trained these weights is under the BSD 3-Clause licence (the "
+                         "project's LICENSE). LJSpeech is in the public domain.\n")
+    unknown = model_card.model_card({**trained, "training": {"dataset": "my_voice"}}, "hifigan.pt")
+    assert unknown.endswith("Their training data's own terms apply to them too.\n")
+    published = model_card.model_card({**trained, "generator_only": True, "source": "generator_v1",
+                                       "mel_convention": "jik876"}, "generator_v1")
+    assert "license: other" in front_matter_of(published)
+    assert published.endswith("The weights are those of a published file (`generator_v1`); its publisher's terms "
+                              "apply.\n")

@@ -54,7 +54,7 @@ def _required(checkpoint, entry: str) -> str:
 def nvidia_tacotron2(checkpoint=None, model_math: str = "fp32", device=None, check_hash: bool = True):
     """Tacotron 2 (ours, or NVIDIA's checkpoint) ready for Tacotron2.infer(sequences, lengths)."""
     from common.api import api_device, local_checkpoint
-    from common.checkpoint import load_trained_model
+    from common.trained_model import load_trained_model
     from tacotron2.recipe import RECIPE
 
     device = api_device(device)

@@ -30,7 +30,7 @@ import typing
 from pathlib import Path
 from typing import Callable
 
-from common.audio import AudioParams, add_audio_args
+from common.audio import AudioParams
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.schedules import add_schedule_args
@@ -84,6 +84,21 @@ def positive_float(text: str) -> float:
     if value <= 0.0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
+
+
+def add_audio_args(parser: argparse.ArgumentParser) -> None:
+    """The audio flags, each with its range check. What they must satisfy together (a window within the FFT, the
+    mel filterbank below the Nyquist frequency) is AudioParams.check_flags, which a family that computes mels has
+    parse_args run on the parsed values (check_audio_flags)."""
+    group = parser.add_argument_group("audio parameters")
+    defaults = AudioParams()
+    group.add_argument("--sampling-rate", type=positive_int, default=defaults.sampling_rate)
+    group.add_argument("--filter-length", type=positive_int, default=defaults.filter_length, help="FFT size")
+    group.add_argument("--hop-length", type=positive_int, default=defaults.hop_length)
+    group.add_argument("--win-length", type=positive_int, default=defaults.win_length)
+    group.add_argument("--n-mel-channels", type=positive_int, default=defaults.n_mel_channels)
+    group.add_argument("--mel-fmin", type=non_negative_float, default=defaults.mel_fmin)
+    group.add_argument("--mel-fmax", type=positive_float, default=defaults.mel_fmax)
 
 
 PRECISION_FLAGS = ("amp", "bf16", "fp32")

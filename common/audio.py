@@ -85,23 +85,6 @@ class AudioParams:
             )
 
 
-def add_audio_args(parser: argparse.ArgumentParser) -> None:
-    """The audio flags, each with its range check. What they must satisfy together (a window within the FFT, the
-    mel filterbank below the Nyquist frequency) is AudioParams.check_flags, which a family that computes mels has
-    parse_args run on the parsed values (check_audio_flags)."""
-    from common.arguments import non_negative_float, positive_float, positive_int  # it imports this module
-
-    group = parser.add_argument_group("audio parameters")
-    defaults = AudioParams()
-    group.add_argument("--sampling-rate", type=positive_int, default=defaults.sampling_rate)
-    group.add_argument("--filter-length", type=positive_int, default=defaults.filter_length, help="FFT size")
-    group.add_argument("--hop-length", type=positive_int, default=defaults.hop_length)
-    group.add_argument("--win-length", type=positive_int, default=defaults.win_length)
-    group.add_argument("--n-mel-channels", type=positive_int, default=defaults.n_mel_channels)
-    group.add_argument("--mel-fmin", type=non_negative_float, default=defaults.mel_fmin)
-    group.add_argument("--mel-fmax", type=positive_float, default=defaults.mel_fmax)
-
-
 def check_audio_flags(args: argparse.Namespace) -> None:
     """AudioParams.check_flags of the parsed audio flags (common.arguments.check_after_parsing runs it)."""
     AudioParams.from_args(args).check_flags()

@@ -6,7 +6,8 @@ A training checkpoint of this project is a dict:
     rng_states (one entry per rank), args (the training command line as a dict)
 NVIDIA's published checkpoints hold only {'state_dict', 'config', ...} (or a bare state dict) with DDP's `module.`
 prefix and the old weight_g/weight_v weight-norm names; `model_state_from_checkpoint` accepts those too, and
-`load_trained_model` also takes weights saved after weight norm was folded away (what NVIDIA's inference holds).
+`load_trained_model` (common/trained_model.py) also takes weights saved after weight norm was folded away (what
+NVIDIA's inference holds).
 
 Every mistake in what the user gave (missing, corrupt or unsafe file, another model's checkpoint, weights that do not
 fit) is a common.errors.UserError naming the file (and the flag that gave it, where the caller says which).
@@ -354,26 +355,6 @@ def warm_start_weights(model: nn.Module, checkpoint: dict, source: str, ignore_l
                 if key not in saved]
     model.load_state_dict(fitting, strict=False)
     return skipped
-
-
-def load_trained_model(recipe, path: str | Path, device: torch.device, published_config: dict | None = None,
-                       flag: str | None = None):
-    """Build a recipe's model from a checkpoint for inference; returns (model in eval mode, checkpoint dict).
-
-    Our checkpoints carry their model config. NVIDIA's carry theirs under `config`, translated by the recipe; what it
-    leaves out, and everything for a file with weights only, comes from `published_config` (the model flags on the
-    command line, e.g. --wn-channels 256). Weights saved with weight norm folded away load too (see
-    unfold_weight_norm_where_folded). `flag` names the command-line flag that gave the path, for error messages.
-    A folder written by scripts.export_weights (safetensors and metadata.json) loads too."""
-    from common import exported_weights  # it imports this module
-
-    if exported_weights.is_exported_folder(path):
-        model, checkpoint = exported_weights.load_exported_as_checkpoint(path, recipe.name)
-        return model.to(device).eval(), checkpoint
-    source = describe_source(path, flag)
-    checkpoint = load_checkpoint(path, expected_model=recipe.name, flag=flag)
-    model, _ = model_from_checkpoint(recipe, checkpoint, source, published_config)
-    return model.to(device).eval(), checkpoint
 
 
 def model_from_checkpoint(recipe, checkpoint: dict, source: str, published_config: dict | None = None

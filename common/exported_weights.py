@@ -10,9 +10,9 @@ metadata.json holds
                              ({"symbols": [...]}, special symbols first), or null
     training                 epoch (epochs completed), iteration (optimizer steps), dataset: what the file records
     source                   the checkpoint's file name
-    generator_only           HiFi-GAN from NVIDIA's or jik876's generator file: true, the weights are the generator's
-                             alone ("generator." keys; no discriminators), and mel_convention says which mels it
-                             was trained on
+    ...                      the family's own keys (its recipe's read_for_export), e.g. HiFi-GAN from NVIDIA's or
+                             jik876's generator file: generator_only true (the weights are the generator's alone,
+                             "generator." keys, no discriminators) and mel_convention (which mels it was trained on)
 The folder layout is the Hugging Face one (one folder per model, a README.md model card can sit beside them).
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ import torch
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_from_checkpoint,
                                replaced_whole, unfold_weight_norm_where_folded)
 from common.errors import UserError, UserFileNotFoundError
-from common.registry import FAMILIES, get_recipe
+from common.recipe import WeightsForExport
+from common.registry import FAMILIES, FAMILY_OF_UNNAMED_FILES, get_recipe
 
 FORMAT = "speech-weights"
 FORMAT_VERSION = 1
@@ -37,11 +38,11 @@ METADATA_FILE = "metadata.json"
 
 
 def _family_of(checkpoint: dict, model_name: str | None, source: str) -> str:
-    """The family the checkpoint names, else -m's, else wav2vec 2.0 for a fairseq-style file ({"model": ...})."""
+    """The family the checkpoint names, else -m's, else FAMILY_OF_UNNAMED_FILES for a file holding {"model": ...}."""
     found = checkpoint.get("model_name")
     if found is not None and model_name is not None and found != model_name:
         raise UserError(f"checkpoint {source} is a {found} checkpoint, not {model_name} (-m)")
-    name = found or model_name or ("wav2vec2" if "model" in checkpoint else None)
+    name = found or model_name or (FAMILY_OF_UNNAMED_FILES if "model" in checkpoint else None)
     if name is None:
         raise UserError(f"checkpoint {source} does not say which model it holds (no model_name); "
                         f"give -m with one of {', '.join(FAMILIES)}")
@@ -61,82 +62,59 @@ def _recorded_dataset(args: object) -> str | None:
 
 
 def read_checkpoint(path: str | Path, model_name: str | None = None, flag: str | None = None,
-                    hifigan_config: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
-    """(metadata, state dict) of a checkpoint of any family: ours, NVIDIA's (then `model_name` says the family when
-    the file does not), or for wav2vec 2.0 fairseq's. The state dict is what the family's model loads strictly; for
-    NVIDIA's and jik876's HiFi-GAN generator files (jik876's with `hifigan_config`, his JSON), the generator's."""
+                    reference_config: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, state dict) of a checkpoint of any family: ours, or another implementation's that the family reads
+    (its recipe's read_for_export; NVIDIA's bare weights take `model_name` for the family when the file does not
+    say). The state dict is what the family's model loads strictly. `reference_config`: the reference's own config
+    file where the family's reader takes one (HiFi-GAN: jik876's JSON)."""
     source = describe_source(path, flag)
     try:
         checkpoint = load_checkpoint(path, flag=flag)
     except UserFileNotFoundError:
         raise
     except UserError as unreadable:
-        # fairseq's and NVIDIA's wav2vec 2.0 files hold a Namespace or a DictConfig, which weights_only refuses;
-        # wav2vec2/checkpoints.py reads them without running anything they name. Any other file: the first error.
-        if model_name not in (None, "wav2vec2"):
-            raise
+        # A file that weights_only refuses (a Namespace or a DictConfig inside) may still be one its family reads
+        # without running anything it names. Any other file: the first error.
+        family = model_name or FAMILY_OF_UNNAMED_FILES
+        reader = get_recipe(family).read_for_export if family in FAMILIES else None
         try:
-            return _metadata(path, "wav2vec2", {}, *_wav2vec2_parts(path, flag, {}))
+            parts = reader(Path(path), None, flag, reference_config) if reader is not None else None
         except UserError:
+            parts = None
+        if parts is None:
             raise unreadable from None
-    name = _family_of(checkpoint, model_name, source)
-    if name == "wav2vec2":
-        return _metadata(path, name, checkpoint, *_wav2vec2_parts(path, flag, checkpoint))
-    if name == "HiFiGAN" and checkpoint.get("model_name") != name:
-        return _reference_hifigan_generator(path, checkpoint, source, hifigan_config)
+        return _metadata(path, family, {}, parts)
+    recipe = get_recipe(_family_of(checkpoint, model_name, source))
+    if recipe.read_for_export is not None:
+        parts = recipe.read_for_export(Path(path), checkpoint, flag, reference_config)
+        if parts is not None:
+            return _metadata(path, recipe.name, checkpoint, parts)
     # A file without a model config (NVIDIA's bare weights) is the family's default architecture, as the Python API
     # and torch.hub read it; the weights then load strictly or fail naming the keys that do not fit.
-    model, config = model_from_checkpoint(get_recipe(name), checkpoint, source, published_config={})
-    return _metadata(path, name, checkpoint, config, model.state_dict(), checkpoint.get("text"),
-                     checkpoint.get("audio_params"))
+    model, config = model_from_checkpoint(recipe, checkpoint, source, published_config={})
+    return _metadata(path, recipe.name, checkpoint, WeightsForExport(
+        config, model.state_dict(), checkpoint.get("text"), checkpoint.get("audio_params")))
 
 
-def _wav2vec2_parts(path: str | Path, flag: str | None, checkpoint: dict) -> tuple:
-    """(model config, state dict, dictionary, audio parameters) of a wav2vec 2.0 file: ours, NVIDIA's or fairseq's."""
-    from wav2vec2.checkpoints import read_any_checkpoint  # imported only for this family, as the registry does
-
-    found = read_any_checkpoint(path, flag)
-    text = {"symbols": found["symbols"]} if found["symbols"] is not None else None
-    return (found["model_config"], found["state_dict"], text,
-            checkpoint.get("audio_params") or {"sampling_rate": 16000})
-
-
-def _reference_hifigan_generator(path: str | Path, checkpoint: dict, source: str, hifigan_config: str | None
-                                 ) -> tuple[dict, dict[str, torch.Tensor]]:
-    """NVIDIA's or jik876's generator file, exported as the generator alone: the file has no discriminators to fill
-    the whole training model with."""
-    from hifigan.checkpoints import generator_from_checkpoint, reference_audio_params
-
-    generator, info = generator_from_checkpoint(checkpoint, source, Path(path).name, hifigan_config)
-    state_dict = {f"generator.{key}": value for key, value in generator.state_dict().items()}
-    audio = reference_audio_params(info, hifigan_config).to_dict()
-    metadata, state_dict = _metadata(path, "HiFiGAN", checkpoint, {"generator": info["config"]}, state_dict, None,
-                                     audio)
-    train_state = info.get("train_state", {})
-    metadata["training"].update(epoch=train_state.get("epoch"), iteration=train_state.get("iters_all"))
-    metadata.update(generator_only=True, mel_convention=info["mel_convention"])
-    return metadata, state_dict
-
-
-def _metadata(path: str | Path, name: str, checkpoint: dict, config: dict, state_dict: dict, text: dict | None,
-              audio: dict | None) -> tuple[dict, dict[str, torch.Tensor]]:
-    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_name": name, "model_config": config,
-                "audio_params": audio, "text": text,
-                "training": {"epoch": checkpoint.get("epoch"), "iteration": checkpoint.get("iteration"),
-                             "dataset": _recorded_dataset(checkpoint.get("args"))},
-                "source": Path(path).name}
-    return metadata, state_dict
+def _metadata(path: str | Path, name: str, checkpoint: dict, parts: WeightsForExport
+              ) -> tuple[dict, dict[str, torch.Tensor]]:
+    training = {"epoch": checkpoint.get("epoch"), "iteration": checkpoint.get("iteration"),
+                "dataset": _recorded_dataset(checkpoint.get("args"))}
+    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "model_name": name,
+                "model_config": parts.model_config, "audio_params": parts.audio_params, "text": parts.text,
+                "training": {**training, **parts.training}, "source": Path(path).name, **parts.extra_metadata}
+    return metadata, parts.state_dict
 
 
 # ---- writing and reading the exported folder -----------------------------------------------------------------------
 
 
 def export_weights(checkpoint_path: str | Path, output: str | Path, model_name: str | None = None,
-                   hifigan_config: str | None = None) -> Path:
+                   reference_config: str | None = None) -> Path:
     """Write OUTPUT/model.safetensors and OUTPUT/metadata.json from a checkpoint; returns the folder."""
     from safetensors.torch import save
 
-    metadata, state_dict = read_checkpoint(checkpoint_path, model_name, hifigan_config=hifigan_config)
+    metadata, state_dict = read_checkpoint(checkpoint_path, model_name, reference_config=reference_config)
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise UserError(f"{output} is a file; give a folder to write {WEIGHTS_FILE} and {METADATA_FILE} in")
@@ -200,23 +178,31 @@ def read_exported(path: str | Path, expected_model: str | None = None) -> tuple[
 def load_exported(path: str | Path, expected_model: str | None = None) -> tuple[torch.nn.Module, dict]:
     """The model of an exported folder, built from its metadata with its weights, in eval mode on the CPU, and the
     metadata. `expected_model`: the family the caller needs; another family's weights are a UserError."""
+    model, metadata, _ = _load_exported(path, expected_model)
+    return model, metadata
+
+
+def _load_exported(path: str | Path, expected_model: str | None) -> tuple[torch.nn.Module, dict, str]:
+    """load_exported's model and metadata, and the prefix of the model's names in the whole training model's state
+    dict ("" unless the export holds one part of it)."""
     metadata, state_dict = read_exported(path, expected_model)
     found = metadata.get("model_name")
     if found not in FAMILIES:
         raise UserError(f"{path}: unknown model {found!r} in its {METADATA_FILE}")
+    recipe = get_recipe(found)
+    prefix = ""
     try:
-        if metadata.get("generator_only"):  # a reference HiFi-GAN generator file's export: the generator alone
-            from hifigan.model import Generator
-
-            model = Generator(**metadata["model_config"]["generator"])
-            state_dict = {key.removeprefix("generator."): value for key, value in state_dict.items()}
+        part = recipe.build_exported_model(metadata) if recipe.build_exported_model is not None else None
+        if part is not None:  # one part of the training model (e.g. a generator alone), under the part's own names
+            model, prefix = part
+            state_dict = {key.removeprefix(prefix): value for key, value in state_dict.items()}
         else:
-            model = get_recipe(found).build_model(metadata["model_config"])
+            model = recipe.build_model(metadata["model_config"])
     except (TypeError, ValueError, KeyError) as error:
         raise UserError(f"{path}: its model config does not build a {found}: {error}") from error
     unfold_weight_norm_where_folded(model, state_dict)  # weights exported from a file saved with weight norm folded
     load_model_state(model, state_dict, str(path))
-    return model.eval(), metadata
+    return model.eval(), metadata, prefix
 
 
 def is_exported_folder(path: str | Path) -> bool:
@@ -226,12 +212,12 @@ def is_exported_folder(path: str | Path) -> bool:
 def load_exported_as_checkpoint(path: str | Path, expected_model: str) -> tuple[torch.nn.Module, dict]:
     """load_exported, with the metadata as the checkpoint dict that load_trained_model's callers read (model_config,
     audio_params, text, epoch, iteration, state_dict): inference and the Python API take an exported folder."""
-    model, metadata = load_exported(path, expected_model)
-    checkpoint = {key: metadata[key] for key in ("model_name", "model_config", "audio_params", "text")}
-    state_dict = model.state_dict()
-    if metadata.get("generator_only"):  # under the whole model's names, as our HiFi-GAN checkpoints hold it
-        state_dict = {f"generator.{key}": value for key, value in state_dict.items()}
-        checkpoint["mel_convention"] = metadata["mel_convention"]
+    model, metadata, prefix = _load_exported(path, expected_model)
+    # The family's own metadata keys too (e.g. which mels a generator alone was trained on).
+    checkpoint = {key: value for key, value in metadata.items()
+                  if key not in ("format", "format_version", "training", "source")}
+    # under the whole training model's names, as the family's checkpoints hold it
+    state_dict = {f"{prefix}{key}": value for key, value in model.state_dict().items()}
     checkpoint.update(epoch=metadata["training"]["epoch"], iteration=metadata["training"]["iteration"],
                       state_dict=state_dict)
     return model, checkpoint

@@ -12,7 +12,7 @@ import argparse
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -20,7 +20,21 @@ from torch.utils.data import Dataset, Sampler
 
 from common.audio import AudioParams
 from common.distributed import ModelParts
-from common.training_state import ReferenceTrainingState
+
+if TYPE_CHECKING:  # training_state builds the samplers of BatchingContext, below
+    from common.training_state import ReferenceTrainingState
+
+
+@dataclass(frozen=True)
+class WeightsForExport:
+    """A file that only its family can read, as an exported folder holds it (common/exported_weights.py)."""
+    model_config: dict  # what the family's build_model (or build_exported_model) takes
+    state_dict: dict[str, torch.Tensor]
+    text: dict | None  # the text front-end's to_dict, or the CTC dictionary as {"symbols": [...]}
+    audio_params: dict | None
+    # metadata beyond the common keys, e.g. of weights that are one part of the training model
+    extra_metadata: dict = field(default_factory=dict)
+    training: dict = field(default_factory=dict)  # epoch, iteration where the file records them otherwise
 
 
 @dataclass
@@ -158,3 +172,10 @@ class Recipe:
     # discriminator files), its weights, optimizer and loss-scaler states, epoch and step, which the trainer resumes
     # as it resumes its own checkpoints; raises UserError saying why a file cannot be resumed.
     training_state_from_reference: Callable[[Path, dict, nn.Module], ReferenceTrainingState] | None = None
+    # Export (scripts/export_weights.py) of files that are not the project's own training checkpoints of this family:
+    # read_for_export(path, the file's contents or None where weights_only refused it, flag, the reference's config
+    # file or None) -> WeightsForExport, or None for a file that the common path reads (one of ours). A family whose
+    # export may hold one part of its training model builds that part with build_exported_model(metadata) -> (the
+    # part, the prefix of its names in the training model's state dict), or None for the whole model (build_model).
+    read_for_export: Callable[[Path, dict | None, str | None, str | None], WeightsForExport | None] | None = None
+    build_exported_model: Callable[[dict], tuple[nn.Module, str] | None] | None = None

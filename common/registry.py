@@ -26,6 +26,9 @@ FAMILIES = {  # -m NAME: the family's folder
 # the families whose vocoder.py an acoustic model's mels go to
 VOCODER_FAMILIES = ("WaveGlow", "WaveNet", "HiFiGAN", "MelInverter")
 DEFAULT_INFERENCE = "Tacotron2"  # what inference.py runs without -m (its command line before -m existed)
+# The family of a file that names none and holds {"model": ...}, or that only a restricted unpickler reads (fairseq's
+# and NVIDIA's wav2vec 2.0 files), where -m does not say.
+FAMILY_OF_UNNAMED_FILES = "wav2vec2"
 
 RECIPES = {name: f"{folder}.recipe" for name, folder in FAMILIES.items()}
 INFERENCE = {name: f"{folder}.inference" for name, folder in FAMILIES.items()}

@@ -22,6 +22,7 @@ import torch
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.errors import UserError
+from common.recipe import BatchingContext
 from common.sampler import ResumedEpoch, batch_items, fixed_size_batches
 from common.text import TextProcessor
 from common.text.symbols import SYMBOLS
@@ -444,8 +445,6 @@ def resume_batching(trainer, state: dict, path: Path) -> None:
     saved_namespace = argparse.Namespace(**{**vars(args), **saved_args})
 
     def checkpoints_sampler(rank: int):
-        from common.recipe import BatchingContext  # common.recipe imports this module
-
         build = trainer.recipe.batch_sampler or fixed_size_batches
         built = build(saved_namespace, trainer.data.train,
                       BatchingContext(training=True, seed=saved_namespace.seed, rank=rank,

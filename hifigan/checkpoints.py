@@ -34,6 +34,7 @@ from common.audio import AudioParams
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
                                remap_legacy_state_dict, unfold_weight_norm_where_folded)
 from common.errors import UserError
+from common.recipe import WeightsForExport
 from common.training_state import ReferenceTrainingState
 from hifigan.arg_parser import GENERATOR_KEYS, JIK876_AUDIO_KEYS, config_from_reference, read_hifigan_config
 from hifigan.model import MPD_PERIODS, Generator, HiFiGAN, MultiPeriodDiscriminator, MultiScaleDiscriminator
@@ -193,6 +194,30 @@ def reference_audio_params(info: dict, hifigan_config: str | None = None) -> Aud
     if audio is None and hifigan_config is not None:
         audio = audio_params_from_jik876_config(hifigan_config)
     return audio or AudioParams()
+
+
+def read_for_export(path: Path, checkpoint: dict | None, flag: str | None, hifigan_config: str | None
+                    ) -> WeightsForExport | None:
+    """NVIDIA's or jik876's generator file (jik876's with `hifigan_config`, his JSON) as an exported folder holds it:
+    the generator alone, under the whole model's names, since the file has no discriminators to fill the training
+    model with. None for a checkpoint of this project, which the common path exports whole."""
+    if checkpoint is None or checkpoint.get("model_name") == MODEL_NAME:
+        return None
+    generator, info = generator_from_checkpoint(checkpoint, describe_source(path, flag), Path(path).name,
+                                                hifigan_config)
+    train_state = info.get("train_state", {})
+    return WeightsForExport(
+        {"generator": info["config"]}, {f"generator.{key}": value for key, value in generator.state_dict().items()},
+        None, reference_audio_params(info, hifigan_config).to_dict(),
+        extra_metadata={"generator_only": True, "mel_convention": info["mel_convention"]},
+        training={"epoch": train_state.get("epoch"), "iteration": train_state.get("iters_all")})
+
+
+def build_exported_model(metadata: dict) -> tuple[nn.Module, str] | None:
+    """The generator of a generator file's export (read_for_export) and the prefix of its names; None otherwise."""
+    if not metadata.get("generator_only"):
+        return None
+    return Generator(**metadata["model_config"]["generator"]), "generator."
 
 
 def audio_params_from_jik876_config(path: str | Path) -> AudioParams | None:

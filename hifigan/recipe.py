@@ -304,4 +304,6 @@ RECIPE = Recipe(
     config_from_reference=arg_parser.config_from_reference,
     translate_argv=arg_parser.translate_argv,
     training_state_from_reference=checkpoints.training_state_from_reference,
+    read_for_export=checkpoints.read_for_export,
+    build_exported_model=checkpoints.build_exported_model,
 )

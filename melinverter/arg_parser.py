@@ -1,5 +1,5 @@
 """The mel inverter's flags: MelInverterConfig (the model's constructor arguments) and its data flags. The mel
-channels and FFT size come from the shared audio flags (common.audio.add_audio_args)."""
+channels and FFT size come from the shared audio flags (common.arguments.add_audio_args)."""
 from __future__ import annotations
 
 import argparse

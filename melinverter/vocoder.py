@@ -11,7 +11,7 @@ import argparse
 import torch
 
 from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, AudioParams, griffin_lim_phase
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.vocoder import VocoderSpec
 from melinverter.model import MelInverter

@@ -1,5 +1,5 @@
 """WaveNet's flags: WaveNetConfig (the model's constructor arguments) and the training flags. The mel channels and
-hop come from the shared audio flags (common.audio.add_audio_args)."""
+hop come from the shared audio flags (common.arguments.add_audio_args)."""
 from __future__ import annotations
 
 import argparse

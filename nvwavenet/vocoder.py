@@ -7,7 +7,7 @@ import argparse
 import torch
 
 from common.audio import AudioParams
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.vocoder import VocoderSpec
 from nvwavenet.incremental import generate

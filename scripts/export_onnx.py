@@ -33,7 +33,7 @@ HIFIGAN_FILE = "hifigan.onnx"
 
 
 def export_tacotron2(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    from common.checkpoint import load_trained_model
+    from common.trained_model import load_trained_model
     from tacotron2 import export
     from tacotron2.recipe import RECIPE
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError, exit_on_user_error
 from common.filelist import read_filelist
 from common.inference_args import inference_device

@@ -97,7 +97,7 @@ def load_snippet(metadata: dict, checkpoint: str, exported: bool) -> str:
                 "# with a Tacotron 2 checkpoint")
     if "vocab_size" in metadata["model_config"]:
         return f"from wav2vec2.api import Recognizer\n\nrecognizer = Recognizer.from_checkpoint({checkpoint!r})"
-    return ("import torch\nfrom common.checkpoint import load_trained_model\nfrom common.registry import get_recipe\n\n"
+    return ("import torch\nfrom common.trained_model import load_trained_model\nfrom common.registry import get_recipe\n\n"
             f"model, checkpoint = load_trained_model(get_recipe({name!r}), {checkpoint!r}, torch.device(\"cpu\"))  "
             "# a pre-trained encoder (no CTC head)")
 

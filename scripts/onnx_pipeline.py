@@ -40,7 +40,8 @@ import numpy as np
 import torch
 
 from common.audio import LOG_CLAMP_MIN, AudioParams, resample_audio, save_wav
-from common.checkpoint import load_trained_model, save_checkpoint
+from common.checkpoint import save_checkpoint
+from common.trained_model import load_trained_model
 from common.errors import ArgumentParser, UserError, exit_on_user_error
 from common.onnx_export import largest_difference, require_onnx, session
 from common.text import TextProcessor

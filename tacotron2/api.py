@@ -22,7 +22,8 @@ import torch
 
 from common.api import api_device, api_dtype, local_checkpoint
 from common.audio import LOG_CLAMP_MIN, AudioParams
-from common.checkpoint import load_checkpoint, load_trained_model
+from common.checkpoint import load_checkpoint
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
 from common.layers import lengths_to_mask
@@ -30,6 +31,7 @@ from common.quantization import check_quantize, quantize_int8
 from common.text import TextProcessor
 from common.vocoder import GRIFFIN_LIM, checkpoint_flag, load_vocoder, vocoder_family
 from tacotron2.alignment import alignment_health
+from tacotron2.cuda_graphs import use_cuda_graphs
 from tacotron2.model import max_steps_warnings_silenced
 from tacotron2.recipe import RECIPE
 
@@ -143,7 +145,7 @@ class Synthesizer:
         else:
             self.tacotron2.decoder.fast = args.fast_decoder
         if args.cuda_graphs:
-            self.tacotron2.decoder.use_cuda_graphs()
+            use_cuda_graphs(self.tacotron2.decoder)
         if quantized:
             if not args.fast_decoder:
                 # Measured on the demo's model (tacotron2/RESULTS.md, "int8 Tacotron 2"): per-tensor int8 LSTMs cost

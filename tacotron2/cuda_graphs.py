@@ -1,5 +1,5 @@
 """Tacotron 2's decoder loop replayed from CUDA graphs: `inference.py --cuda-graphs` (a GPU), or
-`model.decoder.use_cuda_graphs()` in Python.
+`use_cuda_graphs(model.decoder)` in Python.
 
 At batch 1 on a GPU a decoder step is about 30 small kernels whose launches cost more than their work: 1.2 ms a step
 on an H100, 86-96 % of text-to-wav latency (tacotron2/RESULTS.md). Here the fast decoder's steps (Decoder.fast_step)
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from common.layers import lengths_to_mask
-from tacotron2.model import DecoderState, FastStepWeights, count_steps_at_text_end
+from tacotron2.model import Decoder, DecoderState, FastStepWeights, count_steps_at_text_end
 
 TEXT_LENGTH_BUCKET = 32  # symbols; fewer recordings for texts of varied length, at little padded work
 
@@ -104,6 +104,13 @@ class _Recording:
         for buffer, value in zip(b.state, state):
             buffer.copy_(value)
         b.frame.copy_(frame)
+
+
+def use_cuda_graphs(decoder: Decoder) -> None:
+    """Run the decoder's inference steps from CUDA graphs of accelerator_stop_check_interval fast steps each
+    (`inference.py --cuda-graphs`). On a CPU the same loop runs without recording."""
+    decoder.fast = True
+    decoder.cuda_graphs = CudaGraphDecoderLoop(decoder, decoder.accelerator_stop_check_interval)
 
 
 class CudaGraphDecoderLoop:

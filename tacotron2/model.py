@@ -31,7 +31,7 @@ What differs from NVIDIA's code (all of it fixes):
 Speed. `Decoder.step` is the decoder as the paper and NVIDIA write it, and `forward` and `infer` run it by default.
 `Decoder.fast = True` (--fast-decoder, or --compile) runs the same computation rearranged, equal to rounding: see
 "The fast decoder" below. Inference never synchronises with the host per step on a GPU (see Decoder.infer), and
-`Decoder.use_cuda_graphs()` (--cuda-graphs) replays its fast steps from CUDA graphs (tacotron2/cuda_graphs.py).
+`tacotron2.cuda_graphs.use_cuda_graphs(decoder)` (--cuda-graphs) replays its fast steps from CUDA graphs.
 
 Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
 `F.dropout(x, 0.5, training=True)` of their Prenet by `x * keep_mask * 2`, feeding the same boolean keep masks here
@@ -368,7 +368,7 @@ class Decoder(nn.Module):
         # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
         # up to this many - 1 steps are decoded past the last stop and cut off.
         self.accelerator_stop_check_interval = 16
-        self.cuda_graphs = None  # use_cuda_graphs' loop, which infer then runs
+        self.cuda_graphs = None  # tacotron2.cuda_graphs.use_cuda_graphs' loop, which infer then runs
 
     def compile_step(self) -> None:
         """torch.compile the fast decoder's per-step work (and use the fast decoder). Dropout stays outside the
@@ -392,15 +392,6 @@ class Decoder(nn.Module):
         self.step_functions = EAGER_STEP_FUNCTIONS._replace(
             inference_step=functools.partial(fast_inference_step, linear=int8_linear))
         self.fast = True
-
-    @torch.jit.unused
-    def use_cuda_graphs(self) -> None:
-        """Run inference's steps from CUDA graphs of accelerator_stop_check_interval fast steps each
-        (tacotron2/cuda_graphs.py; `inference.py --cuda-graphs`). On a CPU the same loop runs without recording."""
-        from tacotron2.cuda_graphs import CudaGraphDecoderLoop
-
-        self.fast = True
-        self.cuda_graphs = CudaGraphDecoderLoop(self, self.accelerator_stop_check_interval)
 
     def initial_state(self, memory: Tensor) -> DecoderState:
         batch, text_length = memory.size(0), memory.size(1)

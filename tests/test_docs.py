@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.inference_part import InferencePart
-from common.recipe import Recipe, StepOutput, TrainerView
+from common.recipe import Recipe, StepOutput, TrainerView, WeightsForExport
 from common.training_state import ReferenceTrainingState
 from common.vocoder import VocoderSpec
 
@@ -48,6 +48,7 @@ def table_of(heading: str) -> list[str]:
 @pytest.mark.parametrize("heading, spec", [
     ("## The `Recipe`", Recipe), ("### What `compute_loss` returns", StepOutput),
     ("### What a reference training file gives", ReferenceTrainingState),
+    ("### What a family's reader gives an export", WeightsForExport),
     ("## The inference part", InferencePart), ("## The vocoder spec", VocoderSpec),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_adding_a_family_lists_exactly_the_fields_of_each_spec_in_their_order(heading, spec):

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 import train
-from common.checkpoint import load_checkpoint, load_trained_model
+from common.checkpoint import load_checkpoint
+from common.trained_model import load_trained_model
 from common.logger import read_dllogger_file
 from common.registry import RECIPES, get_recipe
 from tests.families import FAMILIES, corpus_of, family_of, run_args, train_on_two_processes

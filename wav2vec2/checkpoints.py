@@ -28,6 +28,7 @@ import torch
 from common.audio import AudioParams
 from common.checkpoint import FORMAT_VERSION, describe_source, load_model_state
 from common.errors import UserError
+from common.recipe import WeightsForExport
 from common.safe_unpickle import read_checkpoint_of_any_origin
 from wav2vec2.arg_parser import CTCHeadConfig
 from wav2vec2.dictionary import Dictionary
@@ -194,6 +195,16 @@ def read_any_checkpoint(path: str | Path, flag: str | None = None) -> dict:
         symbols = dictionary_symbols_from_text(checkpoint["output_labels"], f"{source} (output_labels)")
     return {"model_config": config, "state_dict": checkpoint["model"], "symbols": symbols,
             "format": checkpoint["format"]}
+
+
+def read_for_export(path: Path, checkpoint: dict | None, flag: str | None, reference_config: str | None
+                    ) -> WeightsForExport:
+    """Any wav2vec 2.0 file (ours, NVIDIA's or fairseq's, read by read_any_checkpoint) as an exported folder holds it;
+    `checkpoint`: the file as weights_only read it, None where it refused (fairseq's and NVIDIA's pickles)."""
+    found = read_any_checkpoint(path, flag)
+    text = {"symbols": found["symbols"]} if found["symbols"] is not None else None
+    audio = (checkpoint or {}).get("audio_params") or {"sampling_rate": 16000}
+    return WeightsForExport(found["model_config"], found["state_dict"], text, audio)
 
 
 def dictionary_symbols_from_text(text: str, source: str) -> list[str]:

@@ -259,4 +259,5 @@ RECIPE = Recipe(
     validation_metrics=validation_metrics,
     best_checkpoint_metric="val_wer",
     translate_argv=arg_parser.translate_argv,
+    read_for_export=checkpoints.read_for_export,
 )

@@ -1,5 +1,5 @@
 """WaveGlow's flags: WaveGlowConfig (the model's constructor arguments) and the training flags. The mel channels, hop
-and window come from the shared audio flags (common.audio.add_audio_args)."""
+and window come from the shared audio flags (common.arguments.add_audio_args)."""
 from __future__ import annotations
 
 import argparse

@@ -12,7 +12,7 @@ import re
 import torch
 
 from common.audio import AudioParams
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.layers import remove_weight_norm
 from common.vocoder import VocoderSpec

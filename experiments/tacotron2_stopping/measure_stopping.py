@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from common.audio import AudioParams
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import ArgumentParser, UserError, exit_on_user_error
 from common.text import FULL_STOP, TextProcessor
 from tacotron2.api import pad_token_ids, text_processor_of

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from common.audio import AudioParams, MelSpectrogram, add_audio_args, load_wav
+from common.arguments import add_audio_args
+from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
 
 PARAMS_FILE = "audio_params.json"

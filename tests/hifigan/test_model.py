@@ -7,8 +7,7 @@ import json
 import pytest
 import torch
 
-from common.arguments import read_reference_spellings
-from common.audio import add_audio_args
+from common.arguments import add_audio_args, read_reference_spellings
 from common.errors import UserError
 from hifigan import arg_parser
 from hifigan.model import (PRESETS, DiscriminatorP, Generator, HiFiGAN, MultiPeriodDiscriminator,

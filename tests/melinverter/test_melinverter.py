@@ -7,7 +7,7 @@ import torch
 import inference
 import train
 from common.audio import AudioParams, MelSpectrogram, griffin_lim_phase, least_squares_magnitude, load_wav
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.filelist import read_filelist
 from common.vocoder import GriffinLimVocoder

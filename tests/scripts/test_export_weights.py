@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.exported_weights import load_exported, read_exported
 from common.registry import FAMILIES, get_recipe

@@ -7,7 +7,7 @@ import inference
 from common.errors import UserError
 from common.text import TextProcessor
 from scripts.benchmark_pipeline import hold_gate_shut, random_checkpoint
-from tacotron2.cuda_graphs import TEXT_LENGTH_BUCKET
+from tacotron2.cuda_graphs import TEXT_LENGTH_BUCKET, use_cuda_graphs
 from tacotron2.inference import Synthesizer
 from tests.tacotron2.tiny_tacotron2 import TINY, padded_text, tiny_model
 
@@ -34,7 +34,7 @@ def eager_and_graphed(model, text, text_lengths, **infer_args):
     model.decoder.cuda_graphs = None
     seed = infer_args.pop("seed", 3)
     eager = model.infer(text, text_lengths, generator=torch.Generator(text.device).manual_seed(seed), **infer_args)
-    model.decoder.use_cuda_graphs()
+    use_cuda_graphs(model.decoder)
     graphed = model.infer(text, text_lengths, generator=torch.Generator(text.device).manual_seed(seed),
                           **infer_args)
     return eager, graphed
@@ -85,7 +85,7 @@ def test_one_recording_per_text_length_bucket_and_current_weights_each_call():
     model = tiny_model().eval()
     with torch.no_grad():
         model.decoder.gate_layer.linear_layer.bias.fill_(-1e4)
-    model.decoder.use_cuda_graphs()
+    use_cuda_graphs(model.decoder)
     loop = model.decoder.cuda_graphs
     for length in (3, TEXT_LENGTH_BUCKET):
         model.infer(*padded_text([length]), max_decoder_steps=4)
@@ -105,7 +105,7 @@ def test_a_training_model_runs_the_eager_loop():
     """The recordings have no decoder dropout: a model in training mode (validation's free-running pass) never
     reaches them."""
     model = tiny_model()
-    model.decoder.use_cuda_graphs()
+    use_cuda_graphs(model.decoder)
     model.train()
     with torch.no_grad():
         model.decoder.infer(torch.randn(1, 4, 32), torch.tensor([4]), 3, 0.5, True, None, None, 1)
@@ -144,7 +144,7 @@ def test_the_synthesizer_s_batches_through_the_graph_loop_give_the_eager_mels(ch
     eager = synthesizer(checkpoint, "--fast-decoder", "--cpu").synthesize_batch(TEXTS, ["a", "b"], seed=3,
                                                                                  warn_max_steps=False)
     graphed_synthesizer = synthesizer(checkpoint, "--fast-decoder", "--cpu")
-    graphed_synthesizer.tacotron2.decoder.use_cuda_graphs()
+    use_cuda_graphs(graphed_synthesizer.tacotron2.decoder)
     graphed = graphed_synthesizer.synthesize_batch(TEXTS, ["a", "b"], seed=3, warn_max_steps=False)
     assert eager["mel_lengths"].tolist() == graphed["mel_lengths"].tolist() == [40, 40]
     torch.testing.assert_close(graphed["mel"], eager["mel"], atol=1e-5, rtol=1e-5)

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from common.audio import add_audio_args
-from common.checkpoint import load_trained_model
+from common.arguments import add_audio_args
+from common.trained_model import load_trained_model
 from common.registry import get_recipe
 from tacotron2.arg_parser import add_args, loss_config, model_config
 from tacotron2.alignment import alignment_health

@@ -26,6 +26,7 @@ from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.text import TextProcessor
 from tacotron2.api import Synthesizer
+from tacotron2.cuda_graphs import use_cuda_graphs
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import MAX_FRAMES_AFTER_TEXT_END, Tacotron2, max_steps_warnings_silenced
 from tests.tacotron2.tiny_tacotron2 import padded_text, tiny_model
@@ -74,7 +75,7 @@ def test_each_utterance_stops_its_own_frames_after_its_attention_reached_its_las
     hold_gate_shut(model)
     model.decoder.fast = loop != "reference"
     if loop == "graphs":
-        model.decoder.use_cuda_graphs()  # on the CPU: the graph loop's buffers, stepped without recording
+        use_cuda_graphs(model.decoder)  # on the CPU: the graph loop's buffers, stepped without recording
     attention_moves_one_symbol_a_step(model)
     text_lengths = [3, 11, 6, 1]
     text, lengths = (tensor.to(device) for tensor in padded_text(text_lengths))

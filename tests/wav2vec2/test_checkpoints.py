@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from common.checkpoint import load_trained_model, save_checkpoint
+from common.checkpoint import save_checkpoint
+from common.trained_model import load_trained_model
 from common.errors import UserError, UserFileNotFoundError
 from common.safe_unpickle import read_restricted
 from wav2vec2.checkpoints import (load_any_checkpoint, load_reference_checkpoint, load_reference_model,
@@ -323,7 +324,7 @@ def test_positional_conv_saved_with_weight_norm_folded(tmp_path):
 # ---- this project's format -------------------------------------------------------------------------------------------
 
 def test_project_checkpoint_loads_for_inference_and_fine_tuning(tmp_path):
-    """What wav2vec2.convert writes is what common.checkpoint.load_trained_model and --w2v-path read."""
+    """What wav2vec2.convert writes is what common.trained_model.load_trained_model and --w2v-path read."""
     model = ctc_model(TINY, vocab_size=7)
     config = dict(model.config, vocab_size=7, final_dropout=0.0, freeze_finetune_updates=0)
     path = tmp_path / "ours.pt"

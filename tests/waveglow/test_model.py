@@ -3,7 +3,7 @@ import argparse
 import pytest
 import torch
 
-from common.audio import add_audio_args
+from common.arguments import add_audio_args
 from common.checkpoint import remap_legacy_state_dict
 from common.layers import remove_weight_norm
 from tests.waveglow.tiny_waveglow import TINY, mel_and_audio, tiny_model

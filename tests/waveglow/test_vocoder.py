@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import inference
-from common.checkpoint import load_trained_model
+from common.trained_model import load_trained_model
 from common.registry import get_recipe
 from tests.conftest import NVIDIA_WAVEGLOW_ARCHITECTURE, NVIDIA_WAVEGLOW_CONFIG
 from tests.waveglow.reference_equations import legacy_state_dict, reference_infer

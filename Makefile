@@ -2,10 +2,14 @@
 # make demo-asr -- builds the eSpeak NG ASR corpus, trains a small wav2vec 2.0 CTC model on CPU, reports CER/WER
 # make test  -- runs the test suite
 # make test-fast -- runs the tests not marked slow (a couple of minutes)
-.PHONY: setup setup-test demo demo-asr test test-fast
+.PHONY: setup setup-lm setup-test demo demo-asr test test-fast
 
 setup:
 	bash scripts/setup.sh
+
+# wav2vec 2.0's language-model decoding too (kenlm: a C++ build)
+setup-lm:
+	bash scripts/setup.sh --lm
 
 setup-test:
 	bash scripts/setup.sh --test
@@ -18,13 +22,13 @@ demo: setup
 demo-de: setup
 	bash scripts/tacotron2/demo_language.sh
 
-demo-asr: setup
+demo-asr: setup-lm
 	bash scripts/wav2vec2/demo_asr.sh
 
 # make demo-pretrain -- wav2vec 2.0 pre-trained on the ASR corpus's audio, then fine-tuned on 2 % of its labels
 # beside the same fine-tune from a random start: scripts/wav2vec2/demo_pretrain.sh
 .PHONY: demo-pretrain
-demo-pretrain: setup
+demo-pretrain: setup-lm
 	bash scripts/wav2vec2/demo_pretrain.sh
 
 # A pytest process per logical CPU (pytest-xdist), one thread each: most tests are small, or wait on subprocesses

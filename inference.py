@@ -15,39 +15,18 @@ in one `error: ...` line, exit code 2.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 import torch
 
-from common.arguments import compatibility_group, read_reference_spellings
-from common.errors import ArgumentParser, exit_on_user_error
-from common.inference_args import add_inference_args, check_inference_args
-from common.registry import DEFAULT_INFERENCE, INFERENCE, get_inference_part, model_name_in
+from common.errors import exit_on_user_error
+from common.inference_args import check_inference_args
+from common.inference_command import build_inference_parser as build_parser, parse_inference_args
+from common.registry import get_inference_part
 from common.torch_version import check_torch_version
 
-
-def build_parser(model_name: str | None = None) -> argparse.ArgumentParser:
-    """The full parser for -m model_name (default: Tacotron2, as before -m existed)."""
-    model_name = model_name or DEFAULT_INFERENCE
-    parser = ArgumentParser(description="Synthesize speech with a trained model", allow_abbrev=False)
-    parser.add_argument("-m", "--model-name", default=DEFAULT_INFERENCE, choices=list(INFERENCE),
-                        help=f"the model family (default: {DEFAULT_INFERENCE}, text to wav)")
-    add_inference_args(parser)
-    if model_name in INFERENCE:  # otherwise parse_args reports the bad -m value with the choices
-        get_inference_part(model_name).add_args(parser)
-    compatibility_group(parser)  # --help says that NVIDIA's `--flag_name` spellings are read
-    return parser
-
-
-def parse_inference_args(argv: list[str]) -> argparse.Namespace:
-    """inference.py's flags for argv: the model's parser, with the reference's spellings translated."""
-    model_name = model_name_in(argv) or DEFAULT_INFERENCE
-    parser = build_parser(model_name)
-    part = get_inference_part(model_name) if model_name in INFERENCE else None
-    translate_argv = part.translate_argv if part is not None and part.translate_argv else read_reference_spellings
-    return parser.parse_args(translate_argv(argv, parser))
+__all__ = ["build_parser", "main", "parse_inference_args"]  # build_parser: scripts and tests build Synthesizers with it
 
 
 def main(argv: list[str] | None = None) -> None:

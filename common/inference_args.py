@@ -161,7 +161,7 @@ def benchmark(measure: Callable[[int], dict], args: argparse.Namespace, averaged
 def warm_up(measure: Callable[[int], object], args: argparse.Namespace, force: bool = False) -> None:
     """The warm-up runs of --include-warmup (always before a benchmark), each with its own seed: --warmup-steps of
     them if given, else WARMUP_RUNS."""
-    runs = getattr(args, "warmup_steps", None)
+    runs = args.warmup_steps
     if runs is None:
         runs = WARMUP_RUNS if force or args.include_warmup else 0
     for repeat in range(runs):

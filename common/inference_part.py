@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 
@@ -19,3 +20,6 @@ class InferencePart:
     # NVIDIA's command line -> this project's, where the part's reference names flags otherwise (as
     # Recipe.translate_argv); None: common.arguments.read_reference_spellings (`--flag_name` is `--flag-name`).
     translate_argv: Callable[[list[str], argparse.ArgumentParser], list[str]] | None = None
+    # scripts/export_onnx.py -m NAME: (its parsed flags, the output folder) -> {file written: onnxruntime's largest
+    # difference from PyTorch}. None: the family has no ONNX export.
+    export_onnx: Callable[[argparse.Namespace, Path], dict[str, float]] | None = None

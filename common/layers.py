@@ -75,8 +75,8 @@ def remove_weight_norm(model: nn.Module) -> nn.Module:
 # A signal (B, C, T) can be seen as an image (B, C, 1, T) one row high, and every 1-d convolution as the 2-d one with a
 # (1, k) kernel. On the CPU, oneDNN's 2-d convolutions on channels-last images (the C values of each sample side by
 # side) ran HiFi-GAN's convolutions 1.0-2.7x and WaveGlow's 1.1-1.2x faster than its 1-d ones on the same numbers
-# (scripts/benchmark_convolutions.py), and element-wise layers keep the layout, so a model converts its input once and
-# its output once. Conv1d and ConvTranspose1d below take either layout, with nn.Conv1d's parameters and state dict.
+# (experiments/cpu_convolution_layouts/), and element-wise layers keep the layout, so a model converts its input once
+# and its output once. Conv1d and ConvTranspose1d below take either layout, with nn.Conv1d's parameters and state dict.
 
 
 def as_image_rows(signal: torch.Tensor) -> torch.Tensor:

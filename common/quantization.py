@@ -5,7 +5,7 @@ the activations with a scale measured on them, multiplies in int8 and returns fl
 Linear/LSTM/LSTMCell, FBGEMM's or oneDNN's kernels). The weights take a quarter of the memory and memory traffic, which
 is what batch-1 inference of Tacotron 2's LSTMs and wav2vec 2.0's linear layers is bound by. Convolutions over many
 channels can be int8 too (Int8Conv1d: wav2vec 2.0's feature extractor), where what is gained is the int8 arithmetic,
-faster than float32's on an AVX2 CPU (scripts/benchmark_convolutions.py measures it layer by layer). Attention
+faster than float32's on an AVX2 CPU (experiments/cpu_convolution_layouts/ measures it layer by layer). Attention
 scores and normalisations stay float32. The outputs differ from float32 by the rounding of the weights and
 activations: tests/common/test_quantization.py bounds the difference; the CER it costs is measured before it could
 become a default (docs/benchmarks.md).

@@ -94,6 +94,20 @@ class BatchingContext:
     world_size: int
 
 
+@dataclass(frozen=True)
+class InPlaceStart:
+    """A family's flag that goes on from the last checkpoint in -o/--output as --resume-from-last does, and changes
+    the run once, on the first such load (HiFi-GAN's --fine-tuning: NVIDIA fine-tunes a trained vocoder on an
+    acoustic model's mels in the base run's own folder). The epoch it started at is saved in every later checkpoint
+    (`fine_tune_epoch_start`), so the next load in the folder resumes it and changes nothing again."""
+    flag: str  # its spelling, for messages: "--fine-tuning"
+    asked: Callable[[argparse.Namespace], bool]  # whether the run's flags ask for it
+    # (trainer, the base checkpoint) -> None, on the first load, after the base run's state is restored: the change
+    # (HiFi-GAN: learning rates x --fine-tune-lr-factor); raises UserError where it cannot start.
+    start: Callable[[Any, Path], None]
+    no_base: str  # the error's advice where -o/--output holds no checkpoint to start from
+
+
 @dataclass
 class Recipe:
     name: str  # the -m value; also names checkpoints: checkpoint_<name>_<epoch>.pt
@@ -104,6 +118,8 @@ class Recipe:
     build_data: Callable[[argparse.Namespace, AudioParams], DataSplits]
     batch_to_device: Callable[[Any, torch.device], Any]
     compute_loss: Callable[[nn.Module, Any, argparse.Namespace], StepOutput]  # model may be DDP-wrapped
+    task: str  # Hugging Face's pipeline tag for its model card: "text-to-speech" or "automatic-speech-recognition"
+    description: str  # what the model is, in a sentence or two: the first words of its model card
 
     # ---- the model -------------------------------------------------------------------------------------------
     # Training-only initialisation after build_model, e.g. Tacotron 2's re-draw of BatchNorm weights as NVIDIA does.
@@ -179,3 +195,7 @@ class Recipe:
     # part, the prefix of its names in the training model's state dict), or None for the whole model (build_model).
     read_for_export: Callable[[Path, dict | None, str | None, str | None], WeightsForExport | None] | None = None
     build_exported_model: Callable[[dict], tuple[nn.Module, str] | None] | None = None
+
+    # ---- continuing a run in its own folder --------------------------------------------------------------------
+    # A flag that resumes the run in -o/--output and changes it once (InPlaceStart above); None: the family has none.
+    in_place_start: InPlaceStart | None = None

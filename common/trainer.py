@@ -85,7 +85,7 @@ class Trainer:
         if recipe.init_weights is not None:
             recipe.init_weights(model, args)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
-        resume_from, resume_flag = (find_resume_checkpoint(args, recipe.name, is_main=self.context.is_main)
+        resume_from, resume_flag = (find_resume_checkpoint(args, recipe, is_main=self.context.is_main)
                                     or (None, None))
         if args.warm_start and resume_from is None:  # before compiling, which may rename the weights
             warm_start(self)
@@ -126,7 +126,7 @@ class Trainer:
         self.best_metric_value = math.inf  # of recipe.best_checkpoint_metric
         self.retention = RetentionPolicy.from_args(args)
         self.retained_checkpoints: list[list] = []  # [file name, is milestone] of the newest periodic checkpoints
-        self.fine_tune_epoch_start: int | None = None  # where HiFi-GAN's --fine-tuning began (training_state.py)
+        self.fine_tune_epoch_start: int | None = None  # where the recipe's InPlaceStart began (training_state.py)
         if resume_from is not None:
             restore_training_state(self, resume_from, resume_flag)
         self.first_epoch = self.epoch  # of this invocation, for --epochs-this-job

@@ -22,7 +22,7 @@ import torch
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.errors import UserError
-from common.recipe import BatchingContext
+from common.recipe import BatchingContext, Recipe
 from common.sampler import ResumedEpoch, batch_items, fixed_size_batches
 from common.text import TextProcessor
 from common.text.symbols import SYMBOLS
@@ -72,42 +72,35 @@ def rng_state_from_checkpoint(saved: dict) -> dict:
     return state
 
 
-def fine_tunes_in_place(args: argparse.Namespace) -> bool:
-    """HiFi-GAN's --fine-tuning (NVIDIA's --fine_tuning; no other family has the flag): the run goes on from the last
-    checkpoint in its own -o/--output, NVIDIA's way of fine-tuning a trained vocoder on an acoustic model's mels."""
-    return getattr(args, "fine_tuning", False)
-
-
-def find_resume_checkpoint(args: argparse.Namespace, model_name: str, is_main: bool = True) -> tuple[Path, str] | None:
+def find_resume_checkpoint(args: argparse.Namespace, recipe: Recipe, is_main: bool = True) -> tuple[Path, str] | None:
     """The checkpoint this run resumes from, and the flag that asked for it (for messages); None: a fresh start.
 
-    --resume-from-last (and HiFi-GAN's --fine-tuning) follow the `last` link of -o/--output; where it is missing or
+    --resume-from-last (and a family's InPlaceStart flag, HiFi-GAN's --fine-tuning) follow the `last` link of -o/--output; where it is missing or
     dangles (a copy made without links, a crash between two files), or its file does not load, the run goes on from
     the newest checkpoint there that loads, by the step it records, not by file times (common/checkpoint.py's
     periodic_checkpoints; the best checkpoint only when no periodic one loads). No checkpoint of the model there: a
     fresh start. Checkpoints there none of which loads, or a fresh run (or a resume of a checkpoint from elsewhere)
     into a folder holding checkpoints of the model: a UserError, since the run would write over them. `is_main`:
     this rank prints what it chose."""
-    output = Path(args.output)
+    output, model_name = Path(args.output), recipe.name
     if args.checkpoint_path:
         checkpoint = Path(args.checkpoint_path)
         if checkpoint.resolve().parent != output.resolve():
             refuse_to_write_over_checkpoints(args, model_name, f"--checkpoint-path {checkpoint} (a run from "
                                                                "elsewhere)")
         return checkpoint, "--checkpoint-path"
-    in_place = fine_tunes_in_place(args)
+    in_place = recipe.in_place_start if recipe.in_place_start and recipe.in_place_start.asked(args) else None
     if not (args.resume_from_last or in_place):
         refuse_to_write_over_checkpoints(args, model_name, "a new run")
         return None
-    flag = "--fine-tuning" if in_place else "--resume-from-last"
+    flag = in_place.flag if in_place else "--resume-from-last"
     found = newest_loadable_checkpoint(output, model_name, flag, is_main)
     if found is not None:
         return found, flag
     pointer = ckpt.last_checkpoint_pointer(output, model_name)
     if in_place:
-        raise UserError(f"--fine-tuning goes on from the base run's checkpoint in -o/--output, and {output} "
-                        f"has no {pointer.name}: give the base run's folder as -o, or start from a checkpoint "
-                        "elsewhere with --fine-tune-from CKPT")
+        raise UserError(f"{in_place.flag} goes on from the base run's checkpoint in -o/--output, and {output} "
+                        f"has no {pointer.name}: {in_place.no_base}")
     start = f"--warm-start {args.warm_start}" if args.warm_start else "scratch"
     if is_main:
         print(f"--resume-from-last: no checkpoint of {model_name} in {output} yet, starting from {start}", flush=True)
@@ -369,8 +362,14 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
           f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)
     trainer.fine_tune_epoch_start = state.get("fine_tune_epoch_start")
-    if fine_tunes_in_place(trainer.args) and trainer.fine_tune_epoch_start is None:
-        start_fine_tuning(trainer, path)
+    in_place = trainer.recipe.in_place_start
+    if in_place is not None and in_place.asked(trainer.args) and trainer.fine_tune_epoch_start is None:
+        in_place.start(trainer, path)
+        # Recorded in every later checkpoint: the next load in this folder resumes this run and starts nothing again.
+        trainer.fine_tune_epoch_start = trainer.epoch
+        # The base run's checkpoints are not this run's to delete (NVIDIA's rotation deletes its base checkpoint):
+        # from here --keep-last-checkpoints counts only this run's.
+        trainer.retained_checkpoints = []
 
 
 def check_text_front_end(saved: dict | None, text, path: Path) -> None:
@@ -475,25 +474,3 @@ def resume_batching(trainer, state: dict, path: Path) -> None:
               f"({', '.join(changes) or 'batching flags'}): the {len(taken)} items its run had taken this epoch are "
               f"left out and the others batched anew (batches left on this rank: {len(sampler)}); the loss curve "
               "will not match an uninterrupted run", flush=True)
-
-
-def start_fine_tuning(trainer, base: Path) -> None:
-    """--fine-tuning on a base run's checkpoint, just restored (weights, optimizer moments, epoch, step): as NVIDIA's
-    first fine-tuning load, both learning rates are multiplied by --fine-tune-lr-factor and the epoch it starts at
-    is recorded. The record marks this run's checkpoints as the fine-tuning run's, so the next --fine-tuning in the
-    folder resumes it and multiplies nothing again."""
-    args = trainer.args
-    if (args.epochs and trainer.epoch >= args.epochs) or (args.max_updates and trainer.iteration >= args.max_updates):
-        raise UserError(f"--fine-tuning: the base run {base} has done {trainer.epoch} epochs and {trainer.iteration} "
-                        "updates, so there is nothing left to fine-tune; raise --epochs or --max-updates past them "
-                        "(NVIDIA fine-tunes 6500 base epochs with --epochs 10000)")
-    for optimizer in trainer.optimizers.values():
-        for group in optimizer.param_groups:
-            group["initial_lr"] *= args.fine_tune_lr_factor  # what the schedule multiplies; the optimizer saves it
-            group["lr"] *= args.fine_tune_lr_factor
-    trainer.fine_tune_epoch_start = trainer.epoch
-    # The base run's checkpoints are not this run's to delete (NVIDIA's rotation deletes its base checkpoint): from
-    # here --keep-last-checkpoints counts only the checkpoints of the fine-tuning run.
-    trainer.retained_checkpoints = []
-    print(f"--fine-tuning: fine-tuning {base} from epoch {trainer.epoch}, step {trainer.iteration}, with the "
-          f"learning rates x{args.fine_tune_lr_factor:g}; it stays in {args.output}", flush=True)

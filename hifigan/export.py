@@ -26,6 +26,7 @@ from common.onnx_export import ONNX_TOLERANCE, export_and_check
 from hifigan.model import Generator
 from hifigan.vocoder import load_generator
 
+ONNX_FILE = "hifigan.onnx"  # what scripts/export_onnx.py writes
 TORCHSCRIPT_TOLERANCE = 1e-5
 CHECK_SHAPES = ((1, 37), (3, 64))  # (batch, mel frames) of the two check inputs
 
@@ -59,6 +60,15 @@ def export_torchscript(generator: Generator, path: str | Path, n_mel_channels: i
         raise RuntimeError(f"TorchScript export of {path}: differs from PyTorch by {difference:.2e} "
                            f"(> {TORCHSCRIPT_TOLERANCE})")
     return difference
+
+
+def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
+    """scripts/export_onnx.py -m HiFiGAN: the generator (its moving average with --ema) as hifigan.onnx
+    (InferencePart.export_onnx)."""
+    generator, audio_params, _ = load_generator(args.checkpoint, torch.device("cpu"), ema=args.ema,
+                                                hifigan_config=args.hifigan_config, flag="--checkpoint")
+    return {ONNX_FILE: export_onnx(generator.float().eval(), folder / ONNX_FILE, audio_params.n_mel_channels,
+                                   args.opset)}
 
 
 def build_parser() -> argparse.ArgumentParser:

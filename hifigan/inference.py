@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from common.mel_to_wav import mel_to_wav_part
+from hifigan import export
 from hifigan.vocoder import MEL_CONVENTIONS, VOCODER
 
 
@@ -25,4 +26,5 @@ def logged(args: argparse.Namespace) -> dict:
             "denoising_strength": args.denoising_strength}
 
 
-INFERENCE = mel_to_wav_part(VOCODER, add_input_args=add_input_args, logged=logged)
+INFERENCE = mel_to_wav_part(VOCODER, add_input_args=add_input_args, logged=logged,
+                            export_onnx=export.export_checkpoint)

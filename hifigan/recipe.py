@@ -16,6 +16,7 @@ import functools
 import itertools
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -26,7 +27,7 @@ from common.errors import UserError
 from common.logger import plot_to_image
 from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops, batch_to_device, collate,
                                    crops_or_whole_utterances)
-from common.recipe import DataSplits, Recipe, StepOutput, TrainerView
+from common.recipe import DataSplits, InPlaceStart, Recipe, StepOutput, TrainerView
 from hifigan import arg_parser, checkpoints
 from hifigan.data_function import add_data_args
 from hifigan.loss_function import MEL_WEIGHT, HiFiGANLoss, loss_mel_params
@@ -122,7 +123,7 @@ def lr_schedule(args: argparse.Namespace) -> ExponentialDecay:
 
 def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
     """--fine-tune-from's weights, then the EMA started from the generator (not from its own random draw, as the
-    reference's was). A resumed run, and --fine-tuning (common/training_state.py), then load their checkpoint over
+    reference's was). A resumed run, and --fine-tuning (start_fine_tuning below), then load their checkpoint over
     all of this, the EMA included."""
     if args.fine_tune_discriminator_from and not args.fine_tune_from:
         raise UserError("--fine-tune-discriminator-from needs --fine-tune-from (the generator to start from)")
@@ -136,6 +137,29 @@ def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
         checkpoints.load_fine_tune_weights(model, args.fine_tune_from, args.fine_tune_discriminator_from,
                                            AudioParams.from_args(args), args.hifigan_config)
     model.reset_ema()
+
+
+def start_fine_tuning(trainer, base: Path) -> None:
+    """--fine-tuning's first load of the base run's checkpoint, just restored (weights, optimizer moments, epoch,
+    step): as NVIDIA's first fine-tuning load, both learning rates are multiplied by --fine-tune-lr-factor. The trainer
+    then records the epoch it started at, so a later --fine-tuning in the folder resumes this run and multiplies
+    nothing again (Recipe.in_place_start)."""
+    args = trainer.args
+    if (args.epochs and trainer.epoch >= args.epochs) or (args.max_updates and trainer.iteration >= args.max_updates):
+        raise UserError(f"--fine-tuning: the base run {base} has done {trainer.epoch} epochs and {trainer.iteration} "
+                        "updates, so there is nothing left to fine-tune; raise --epochs or --max-updates past them "
+                        "(NVIDIA fine-tunes 6500 base epochs with --epochs 10000)")
+    for optimizer in trainer.optimizers.values():
+        for group in optimizer.param_groups:
+            group["initial_lr"] *= args.fine_tune_lr_factor  # what the schedule multiplies; the optimizer saves it
+            group["lr"] *= args.fine_tune_lr_factor
+    print(f"--fine-tuning: fine-tuning {base} from epoch {trainer.epoch}, step {trainer.iteration}, with the "
+          f"learning rates x{args.fine_tune_lr_factor:g}; it stays in {args.output}", flush=True)
+
+
+FINE_TUNING = InPlaceStart(
+    flag="--fine-tuning", asked=lambda args: args.fine_tuning, start=start_fine_tuning,
+    no_base="give the base run's folder as -o, or start from a checkpoint elsewhere with --fine-tune-from CKPT")
 
 
 # ---- the training step ---------------------------------------------------------------------------------------
@@ -293,6 +317,8 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
+    task="text-to-speech",
+    description="HiFi-GAN: a GAN vocoder from mel spectrograms to audio.",
     init_weights=init_weights,
     parts=PARTS,
     build_optimizers=build_optimizers,
@@ -306,4 +332,5 @@ RECIPE = Recipe(
     training_state_from_reference=checkpoints.training_state_from_reference,
     read_for_export=checkpoints.read_for_export,
     build_exported_model=checkpoints.build_exported_model,
+    in_place_start=FINE_TUNING,
 )

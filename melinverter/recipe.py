@@ -59,6 +59,9 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
+    task="text-to-speech",
+    description=("Mel inverter: a small convolutional network from log mel spectrograms to the "
+                 "linear magnitude spectrum, whose phase Griffin-Lim finds."),
     batch_sampler=crops_or_whole_utterances,
     validation_metrics=validation_metrics,
 )

@@ -45,4 +45,7 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=crops_to_device,
     compute_loss=compute_loss,
+    task="text-to-speech",
+    description=("WaveNet (nv-wavenet's autoregressive variant): a vocoder from mel spectrograms to "
+                 "audio, sample by sample."),
 )

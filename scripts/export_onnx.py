@@ -21,61 +21,25 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-
 from common.errors import ArgumentParser, UserError, exit_on_user_error
 from common.onnx_export import require_onnx
+from common.registry import INFERENCE, get_inference_part
 
 MINIMUM_OPSET = 17
 FAMILY_FLAGS = {"--wn-channels": "WaveGlow", "--ema": "HiFiGAN", "--hifigan-config": "HiFiGAN",
                 "--labels-path": "wav2vec2"}
-HIFIGAN_FILE = "hifigan.onnx"
 
 
-def export_tacotron2(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    from common.trained_model import load_trained_model
-    from tacotron2 import export
-    from tacotron2.recipe import RECIPE
-
-    model, _ = load_trained_model(RECIPE, args.checkpoint, torch.device("cpu"), published_config={},
-                                  flag="--checkpoint")
-    return export.export(model, folder, args.opset, what="scripts.export_onnx")
-
-
-def export_waveglow(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    from waveglow import export
-    from waveglow.vocoder import load_waveglow
-
-    model, _ = load_waveglow(args.checkpoint, torch.device("cpu"), args.wn_channels, flag="--checkpoint")
-    return export.export(model, folder, args.opset, what="scripts.export_onnx")
-
-
-def export_hifigan(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    from hifigan import export
-    from hifigan.vocoder import load_generator
-
-    generator, audio_params, _ = load_generator(args.checkpoint, torch.device("cpu"), ema=args.ema,
-                                                hifigan_config=args.hifigan_config, flag="--checkpoint")
-    return {HIFIGAN_FILE: export.export_onnx(generator.float().eval(), folder / HIFIGAN_FILE,
-                                             audio_params.n_mel_channels, args.opset)}
-
-
-def export_wav2vec2(args: argparse.Namespace, folder: Path) -> dict[str, float]:
-    from wav2vec2 import export
-    from wav2vec2.api import load_ctc_model
-
-    model, _ = load_ctc_model(args.checkpoint, torch.device("cpu"), args.labels_path, flag="--checkpoint")
-    return export.export(model, folder, args.opset, what="scripts.export_onnx")
-
-
-EXPORTS = {"Tacotron2": export_tacotron2, "WaveGlow": export_waveglow, "HiFiGAN": export_hifigan,
-           "wav2vec2": export_wav2vec2}
+def exporting_families() -> list[str]:
+    """The families whose inference part has an ONNX export (InferencePart.export_onnx)."""
+    return [name for name in INFERENCE if get_inference_part(name).export_onnx is not None]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(description="Export a checkpoint to ONNX, checked against PyTorch with onnxruntime",
                             allow_abbrev=False)
-    parser.add_argument("-m", "--model-name", required=True, choices=list(EXPORTS), help="the checkpoint's family")
+    parser.add_argument("-m", "--model-name", required=True, choices=exporting_families(),
+                        help="the checkpoint's family")
     parser.add_argument("--checkpoint", required=True, help="the checkpoint (or exported folder) inference.py takes")
     parser.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where the .onnx files go")
     parser.add_argument("--opset", type=int, default=None,
@@ -103,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UserError(f"-o {folder}: cannot create the folder: {error.strerror}") from error
-    differences = EXPORTS[args.model_name](args, folder)
+    differences = get_inference_part(args.model_name).export_onnx(args, folder)
     for name, difference in differences.items():
         print(f"wrote {folder / name}: onnxruntime matches PyTorch within {difference:.1e} on two inputs")
     return differences

@@ -13,18 +13,8 @@ from pathlib import Path
 
 from common.errors import ArgumentParser, UserError, exit_on_user_error
 from common.exported_weights import read_checkpoint, read_exported
-from common.registry import FAMILIES, VOCODER_FAMILIES
+from common.registry import FAMILIES, VOCODER_FAMILIES, get_recipe
 
-DESCRIPTIONS = {
-    "Tacotron2": ("text-to-speech", "Tacotron 2: an attention-based sequence-to-sequence model from characters (or "
-                  "ARPAbet phonemes) to mel spectrograms; a vocoder turns them into audio."),
-    "WaveGlow": ("text-to-speech", "WaveGlow: a flow-based vocoder from mel spectrograms to audio."),
-    "WaveNet": ("text-to-speech", "WaveNet (nv-wavenet's autoregressive variant): a vocoder from mel spectrograms to "
-                "audio, sample by sample."),
-    "HiFiGAN": ("text-to-speech", "HiFi-GAN: a GAN vocoder from mel spectrograms to audio."),
-    "wav2vec2": ("automatic-speech-recognition", "wav2vec 2.0: a self-supervised speech encoder; with a CTC head "
-                 "(fine-tuned) it recognizes letters from 16 kHz audio."),
-}
 LANGUAGE_OF_CLEANERS = {"english": "en", "german": "de"}  # the first word of a cleaner's name
 KNOWN_DATASETS = {"ljspeech": "keithito/lj_speech", "librispeech": "openslr/librispeech_asr"}
 # The terms of each known corpus, which weights learned from it carry beside the code's licence.
@@ -49,7 +39,7 @@ def dataset_of(metadata: dict) -> str | None:
 
 def front_matter(metadata: dict) -> str:
     name = metadata["model_name"]
-    lines = ["---", "library_name: pytorch", "tags:", f"- {DESCRIPTIONS[name][0]}", f"- {name.lower()}",
+    lines = ["---", "library_name: pytorch", "tags:", f"- {get_recipe(name).task}", f"- {name.lower()}",
              "- speech"]
     language = language_of(metadata)
     if language:
@@ -112,7 +102,7 @@ def model_card(metadata: dict, checkpoint: str, exported: bool = False) -> str:
         front_matter(metadata),
         f"# {name}: {Path(checkpoint).name}",
         "## Model description",
-        DESCRIPTIONS[name][1] + (
+        get_recipe(name).description + (
             f" The generator alone of a published reference file (`{metadata.get('source')}`, NVIDIA's or jik876's),"
             f" trained on {metadata.get('mel_convention')} mels; that file holds no discriminators."
             if metadata.get("generator_only") else

@@ -26,6 +26,7 @@ from common.checkpoint import load_checkpoint
 from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
+from common.inference_command import build_inference_parser  # its defaults are from_checkpoints's defaults
 from common.layers import lengths_to_mask
 from common.quantization import check_quantize, quantize_int8
 from common.text import TextProcessor
@@ -130,7 +131,7 @@ class Synthesizer:
         self.vocoder = load_vocoder(args, self.device, self.audio_params)
         self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
                                                 f"the Tacotron 2 checkpoint {args.tacotron2}")
-        quantized = check_quantize(getattr(args, "quantize", None), self.device, self.dtype)
+        quantized = check_quantize(args.quantize, self.device, self.dtype)
         if args.cuda_graphs:
             check_cuda_graphs(args, self.device, quantized)
         fast = args.fast_decoder or args.compile or args.cuda_graphs
@@ -169,13 +170,11 @@ class Synthesizer:
         sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000,
         torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60, quantize="int8"
         (CPU only: common/quantization.py)."""
-        import inference  # the repository root's command line: its parser's defaults are the defaults here
-
         device, dtype = api_device(device), api_dtype(precision)
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
         # The command line this synthesizer is (-i and -o are read by the command only).
-        args = inference.build_parser(RECIPE.name).parse_args(
+        args = build_inference_parser(RECIPE.name).parse_args(
             ["-i", "", "-o", "", "--tacotron2", local_checkpoint(tacotron2, check_hash)])
         settable = set(vars(args)) - _NOT_OPTIONS
         unknown = sorted(set(options) - settable)

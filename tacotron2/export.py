@@ -30,6 +30,7 @@ What the export does differently from eager PyTorch, and why:
 """
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import NamedTuple
 
@@ -265,3 +266,13 @@ class OnnxTacotron2:
                                                  "mel_lengths": mel_lengths})
         alignments = np.stack(alignments, axis=1) * (np.arange(steps_run)[None, :] < n_steps[:, None])[..., None]
         return OnnxInference(mel_postnet, mel_lengths, alignments, ~stopped)
+
+
+def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
+    """scripts/export_onnx.py -m Tacotron2: the checkpoint's three files (InferencePart.export_onnx)."""
+    from common.trained_model import load_trained_model
+    from tacotron2.recipe import RECIPE
+
+    model, _ = load_trained_model(RECIPE, args.checkpoint, torch.device("cpu"), published_config={},
+                                  flag="--checkpoint")
+    return export(model, folder, args.opset, what="scripts.export_onnx")

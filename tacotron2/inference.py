@@ -31,6 +31,7 @@ from common.inference_part import InferencePart
 from common.logger import plot_to_image
 from common.quantization import add_quantize_arg
 from common.vocoder import add_vocoder_args
+from tacotron2 import export
 from tacotron2.api import Synthesizer
 from tacotron2.recipe import RECIPE
 
@@ -206,4 +207,5 @@ def run(args: argparse.Namespace) -> None:
     logger.close()
 
 
-INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv)
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv,
+                          export_onnx=export.export_checkpoint)

@@ -147,6 +147,9 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
+    task="text-to-speech",
+    description=("Tacotron 2: an attention-based sequence-to-sequence model from characters (or "
+                 "ARPAbet phonemes) to mel spectrograms; a vocoder turns them into audio."),
     init_weights=prepare_for_training,
     compile_model=compile_model,
     text_processor=text_processor,

@@ -20,7 +20,8 @@ ADDING_A_FAMILY = ROOT / "docs" / "adding_a_family.md"
 # presence would change the number of tests from one run to the next.
 DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md")),
              *sorted(path for name in ("README.md", "RESULTS.md") for path in ROOT.glob(f"*/{name}")
-                     if not path.parent.name.startswith("."))]
+                     if not path.parent.name.startswith(".")),
+             *sorted(ROOT.glob("experiments/*/README.md"))]
 
 
 def heading_anchor(heading: str) -> str:

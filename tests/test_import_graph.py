@@ -1,6 +1,8 @@
 """The import graph of the project's packages: `common/` (the mechanism every family shares) imports no family folder,
-no script and no root entry point, and no module imports itself through others. Imports inside functions count (a
-local import that dodges a circle is still a circle); those under `if TYPE_CHECKING:` do not (they never run)."""
+no script and no root entry point; no family imports a root entry point (its Python API builds what the command line
+builds from common/); and no module imports itself through others. Imports inside functions count (a
+local import that dodges a circle is still a circle); those under `if TYPE_CHECKING:` do not (they never run).
+Under tests/, no module imports a test module (test_*.py): helpers live in conftest.py or in modules of other names."""
 from __future__ import annotations
 
 import ast
@@ -13,8 +15,8 @@ PACKAGES = ("common", *FAMILIES.values(), "scripts", "experiments")
 ROOT_MODULES = ("train", "inference", "hubconf", "multiproc")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -47,6 +49,14 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
             continue
         imported |= {name for name in names if name in modules}
     return imported
+
+
+def imports_of_test_modules(tests: Path) -> list[tuple[str, str]]:
+    """(importer, imported) for each module under the folder `tests` that imports a test module (a file named
+    test_*.py there): `import tests.x.test_y`, `from tests.x.test_y import ...` and `from tests.x import test_y`."""
+    modules = {module_name(path, tests.parent): path for path in sorted(tests.rglob("*.py"))}
+    return sorted((name, imported) for name, path in modules.items() for imported in imports_of(path, modules)
+                  if imported.rsplit(".", 1)[-1].startswith("test_"))
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -99,8 +109,23 @@ def test_common_imports_no_family_script_or_entry_point():
     assert {name: targets for name, targets in reaching_up.items() if targets} == {}
 
 
+def test_no_family_imports_a_root_entry_point():
+    graph = import_graph()
+    families = set(FAMILIES.values())
+    reaching_root = {name: sorted(targets & set(ROOT_MODULES)) for name, targets in graph.items()
+                     if name.split(".")[0] in families}
+    assert {name: targets for name, targets in reaching_root.items() if targets} == {}
+
+
 def test_no_module_imports_itself_through_others():
     assert circles(import_graph()) == []
+
+
+def test_no_test_module_imports_another():
+    """Importing a test module runs its module-level code and ties its collection to the importer's, and a helper
+    hidden in one is found by nobody looking for helpers: shared helpers go to conftest.py (fixtures) or to a module
+    not named test_* (tests/training_runs.py, tests/hifigan/tiny_hifigan.py, ...)."""
+    assert imports_of_test_modules(ROOT / "tests") == []
 
 
 def test_the_graph_sees_a_local_import_and_a_circle(tmp_path):
@@ -114,3 +139,20 @@ def test_the_graph_sees_a_local_import_and_a_circle(tmp_path):
     assert {name: imports_of(path, modules) - {name} for name, path in modules.items() if name != "tacotron2.model"
             } == graph
     assert circles({**graph, "tacotron2.model": set()}) == [["common.a", "common.b"]]
+
+
+def test_the_test_module_check_sees_each_spelling_of_an_import(tmp_path):
+    """test_no_test_module_imports_another can fail: each way of importing a test module is an edge, at module level
+    or in a function; importing a helper module is not, nor is an import under `if TYPE_CHECKING:`."""
+    tests = tmp_path / "tests"
+    (tests / "x").mkdir(parents=True)
+    files = {"x/test_y.py": "", "x/helpers.py": "",
+             "test_a.py": "import tests.x.test_y\n",
+             "test_b.py": "from tests.x.test_y import SOMETHING\n",
+             "x/conftest.py": "def fixture():\n    from tests.x import test_y\n",
+             "test_c.py": "from typing import TYPE_CHECKING\nfrom tests.x import helpers\nimport tests.x.helpers\n"
+                          "if TYPE_CHECKING:\n    import tests.x.test_y\n"}
+    for name, text in files.items():
+        (tests / name).write_text(text)
+    assert imports_of_test_modules(tests) == [("tests.test_a", "tests.x.test_y"), ("tests.test_b", "tests.x.test_y"),
+                                              ("tests.x.conftest", "tests.x.test_y")]

@@ -17,16 +17,9 @@ from common.errors import UserError, exit_on_user_error
 from common.arguments import COMPATIBILITY_GROUP
 from common.sampler import MaxTokensBatchSampler
 from tests.families import run_args
+from tests.nvidia_command_lines import COMMAND_LINES, INFERENCE_COMMAND_LINES, filled
 from tests.training_runs import untrained_checkpoint
 
-
-def read_command_lines(file_name: str) -> dict:
-    return {script: entry for script, entry in json.loads((Path(__file__).parent / "data" / file_name).read_text())
-            .items() if not script.startswith("_")}
-
-
-COMMAND_LINES = read_command_lines("nvidia_command_lines.json")
-INFERENCE_COMMAND_LINES = read_command_lines("nvidia_inference_command_lines.json")
 # What the inference dry runs put for the data file's placeholders (a dry run reads none of them).
 INFERENCE_PLACEHOLDERS = {"{checkpoint}": "results/finetune_base_960h/wav2vec2_update320000.pt",
                           "{asr_data}": "/datasets/LibriSpeech", "{subset}": "test-other",
@@ -42,15 +35,6 @@ def placeholders(synthetic_asr_corpus, tmp_path_factory) -> dict:
     pretrained = untrained_checkpoint(run_args("wav2vec2", synthetic_asr_corpus, folder), folder / "pretrained.pt")
     return {"{asr_data}": str(synthetic_asr_corpus.directory), "{pretrained}": str(pretrained),
             "{cwd}": str(Path.cwd().resolve())}
-
-
-def filled(value, placeholders: dict):
-    if isinstance(value, list):
-        return [filled(item, placeholders) for item in value]
-    if isinstance(value, str):
-        for placeholder, text in placeholders.items():
-            value = value.replace(placeholder, text)
-    return value
 
 
 @pytest.mark.slow

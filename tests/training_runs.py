@@ -1,5 +1,6 @@
-"""Helpers for the tests that train through train.py: the losses a run logged, and the house check that a short run
-falls to pinned losses and that stop-and-resume reproduces the uninterrupted curve.
+"""Helpers for the tests that train through train.py: the losses a run logged, the house check that a short run
+falls to pinned losses and that stop-and-resume reproduces the uninterrupted curve, and a one-epoch CPU run of any
+model on a corpus (with a tiny Tacotron 2's flags), for the tests that need a trained checkpoint to vocode or speak.
 
 Run as a module (`torchrun ... -m tests.training_runs <train.py flags>`) it is train.py whose processes also write
 their final parameters to <output>/final_parameters_rank<r>.pt, so a test can compare the ranks' weights."""
@@ -14,6 +15,21 @@ import train
 from common.distributed import run_entry_point
 from common.logger import read_dllogger_file
 from tests.families import PinnedLosses
+
+# A Tacotron 2 small enough to train an epoch in seconds, for run_training (the WaveNet and mel inverter tests); not
+# tests/conftest.py's TINY_TACOTRON2, which is wider, decodes 2 frames a step and is its tacotron2_checkpoint's.
+TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
+                  "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
+                  "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",
+                  "--postnet-embedding-dim", "8", "--postnet-n-convolutions", "1"]
+
+
+def run_training(corpus, output, model, *extra):
+    """One epoch of `model` on `corpus` (a SyntheticCorpus) through train.main, on the CPU, batch 4; its checkpoints
+    go to `output`."""
+    train.main(["-m", model, "-o", str(output), "-d", str(corpus.dataset_dir), "--training-files",
+                str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist), "-bs", "4",
+                "--num-workers", "0", "--quiet", "--cpu", "-lr", "1e-3", "--epochs", "1", *extra])
 
 
 def train_losses(log_file: Path, depth: int) -> list[float]:

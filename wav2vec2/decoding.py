@@ -109,13 +109,13 @@ class BeamSearchDecoder:
         try:
             from pyctcdecode import build_ctcdecoder
         except ImportError as error:
-            raise UserError("--decoder beam needs pyctcdecode: pip install --no-deps pyctcdecode pygtrie (its "
-                            "metadata pins numpy<2, which it runs without)") from error
+            raise UserError("--decoder beam needs pyctcdecode: pip install --no-deps pyctcdecode pygtrie (or "
+                            "scripts/setup.sh --lm)") from error
         if lm_path is not None:
             try:
                 import kenlm  # noqa: F401  (pyctcdecode reads the ARPA file with it)
             except ImportError as error:
-                raise UserError("--lm needs kenlm's Python module: pip install kenlm") from error
+                raise UserError("--lm needs kenlm's Python module: pip install kenlm (or scripts/setup.sh --lm)") from error
         self.beam_size = beam_size
         self.min_letter_log_prob = min_letter_log_prob
         if lm_path is None:

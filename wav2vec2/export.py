@@ -12,6 +12,7 @@ utterance in a padded batch gets what it gets alone, in the file as in PyTorch.
 """
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +82,12 @@ def greedy_transcripts(logits: np.ndarray, frame_padding_mask: np.ndarray, dicti
     best = logits.argmax(-1)
     lengths = (~frame_padding_mask).sum(-1)
     return [dictionary.decode(collapse_ctc_labels(row[:length])) for row, length in zip(best, lengths)]
+
+
+def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
+    """scripts/export_onnx.py -m wav2vec2: the CTC model (InferencePart.export_onnx); --labels-path for a file
+    without its dictionary."""
+    from wav2vec2.api import load_ctc_model
+
+    model, _ = load_ctc_model(args.checkpoint, torch.device("cpu"), args.labels_path, flag="--checkpoint")
+    return export(model, folder, args.opset, what="scripts.export_onnx")

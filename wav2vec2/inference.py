@@ -42,6 +42,7 @@ from common.inference_args import (RefusedFlag, Stopwatch, benchmark, check_infe
                                    inference_dtype, open_run_logger)
 from common.inference_part import InferencePart
 from common.quantization import add_quantize_arg
+from wav2vec2 import export
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
 from wav2vec2.data_function import read_manifest
@@ -299,4 +300,5 @@ def run(args: argparse.Namespace) -> None:
     logger.close()
 
 
-INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv)
+INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv,
+                          export_onnx=export.export_checkpoint)

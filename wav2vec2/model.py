@@ -330,8 +330,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attend: torch.T
               dropout: float) -> torch.Tensor:
     """Scaled dot-product attention. On the CPU a bf16 q, k, v are attended in float32 and the output rounded once:
     PyTorch's CPU kernel takes 1.2 to 2.6 times as long for forward and backward in bf16 as in float32, and no less
-    for the forward alone (scripts/wav2vec2/benchmark_attention.py; what it saves `make demo-asr`:
-    wav2vec2/RESULTS.md), and float32 is the more exact."""
+    for the forward alone (experiments/wav2vec2_attention/; what it saves `make demo-asr`: wav2vec2/RESULTS.md),
+    and float32 is the more exact."""
     if q.device.type != "cpu" or q.dtype != torch.bfloat16:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
     with torch.autocast("cpu", enabled=False):

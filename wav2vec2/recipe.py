@@ -248,6 +248,9 @@ RECIPE = Recipe(
     build_data=build_data,
     batch_to_device=batch_to_device,
     compute_loss=compute_loss,
+    task="automatic-speech-recognition",
+    description=("wav2vec 2.0: a self-supervised speech encoder; with a CTC head "
+                 "(fine-tuned) it recognizes letters from 16 kHz audio."),
     init_weights=init_weights,
     find_unused_parameters=True,  # LayerDrop and a frozen encoder leave parameters without gradients
     build_optimizers=build_optimizers,

@@ -13,6 +13,7 @@ caches it at the first inference; the cache cannot be traced), so the file holds
 """
 from __future__ import annotations
 
+import argparse
 import copy
 from pathlib import Path
 
@@ -78,3 +79,11 @@ def export(model: WaveGlow, folder: str | Path, opset: int | None = None, what: 
     difference = export_and_check(WaveGlowInference(model), Path(folder) / WAVEGLOW_FILE, example, axes, ["audio"],
                                   check_inputs(model, n_mel_channels), opset, what=what)
     return {WAVEGLOW_FILE: difference}
+
+
+def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
+    """scripts/export_onnx.py -m WaveGlow (InferencePart.export_onnx); --wn-channels for a file without a config."""
+    from waveglow.vocoder import load_waveglow
+
+    model, _ = load_waveglow(args.checkpoint, torch.device("cpu"), args.wn_channels, flag="--checkpoint")
+    return export(model, folder, args.opset, what="scripts.export_onnx")

@@ -57,7 +57,8 @@ def toy_recipe(**overrides) -> Recipe:
     fields = dict(name="Toy", items_unit="samples", add_args=lambda parser: None, model_config=lambda args: {},
                   build_model=lambda config: nn.Linear(4, 1),
                   build_data=lambda args, audio: DataSplits(Points(12), Points(4, seed=1), collate),
-                  batch_to_device=lambda batch, device: batch, compute_loss=regression_loss)
+                  batch_to_device=lambda batch, device: batch, compute_loss=regression_loss,
+                  task="text-to-speech", description="A linear regression for the trainer's tests.")
     fields.update(overrides)
     return Recipe(**fields)
 

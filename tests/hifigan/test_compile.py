@@ -11,8 +11,7 @@ from common.audio import load_wav
 from common.registry import get_recipe
 from common.trainer import Trainer
 from tests.families import run_args
-from tests.hifigan.test_training import SHORT_CROPS
-from tests.hifigan.tiny_hifigan import log_mel, save_our_checkpoint
+from tests.hifigan.tiny_hifigan import SHORT_CROPS, log_mel, save_our_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -61,3 +61,16 @@ def test_nothing_to_export_is_a_user_error(tmp_path):
     save_our_checkpoint(tmp_path / "h.pt")
     with pytest.raises(UserError, match="give --onnx FILE and/or --torchscript FILE"):
         export.main(["--checkpoint", str(tmp_path / "h.pt")])
+
+
+def test_scripts_export_onnx_writes_the_generator_from_the_families_inference_part(tmp_path):
+    """scripts/export_onnx.py finds each family's export through the registry (InferencePart.export_onnx): the
+    families that have one are its -m choices, and HiFi-GAN's writes hifigan.onnx from the moving average."""
+    from scripts import export_onnx
+
+    assert export_onnx.exporting_families() == ["Tacotron2", "WaveGlow", "HiFiGAN", "wav2vec2"]
+    save_our_checkpoint(tmp_path / "h.pt", ema=True)
+    differences = export_onnx.main(["-m", "HiFiGAN", "--checkpoint", str(tmp_path / "h.pt"), "--ema",
+                                    "-o", str(tmp_path / "onnx")])
+    assert list(differences) == [export.ONNX_FILE] and differences[export.ONNX_FILE] < export.ONNX_TOLERANCE
+    assert (tmp_path / "onnx" / export.ONNX_FILE).is_file()

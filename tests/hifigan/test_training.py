@@ -22,10 +22,8 @@ from hifigan.checkpoints import discriminator_state_to_reference, generator_stat
 from hifigan.model import HiFiGAN
 from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
 from tests.families import FAMILIES, run_args, train_on_two_processes
+from tests.hifigan.tiny_hifigan import SHORT_CROPS
 from tests.training_runs import train_losses
-
-# 3 frames and discriminators at an eighth of their width: enough for what these tests check, and much faster.
-SHORT_CROPS = ("--segment-size", "768", "--discriminator-width-divisor", "8")
 
 
 def hifigan_args(corpus, output, *extra: str, batch_size: int | None = None) -> list[str]:

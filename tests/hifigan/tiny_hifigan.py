@@ -1,5 +1,6 @@
 """A tiny HiFi-GAN generator, a checkpoint of it in the layout train.py -m HiFiGAN writes, and random log mels: for the
-HiFi-GAN inference and export tests and the scripts that vocode with HiFi-GAN."""
+HiFi-GAN inference and export tests and the scripts that vocode with HiFi-GAN. Also the short crops with which the
+HiFi-GAN training and compile tests train."""
 import json
 from pathlib import Path
 
@@ -14,6 +15,10 @@ from hifigan.model import Generator
 TINY_GENERATOR = {"resblock": "1", "upsample_rates": [8, 8, 4], "upsample_kernel_sizes": [16, 16, 8],
                   "upsample_initial_channel": 16, "resblock_kernel_sizes": [3, 5],
                   "resblock_dilation_sizes": [[1, 2], [1, 3]]}
+
+# train.py flags: 3 frames and discriminators at an eighth of their width: enough for what the training tests check,
+# and much faster.
+SHORT_CROPS = ("--segment-size", "768", "--discriminator-width-divisor", "8")
 
 
 def tiny_generator(seed=0, config=TINY_GENERATOR):

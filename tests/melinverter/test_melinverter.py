@@ -16,7 +16,7 @@ from melinverter.model import MelInverter
 from melinverter.recipe import RECIPE
 from melinverter.vocoder import MelInverterVocoder
 from tacotron2.api import Synthesizer
-from tests.nvwavenet.test_vocoder import TINY_TACOTRON2, run_training
+from tests.training_runs import TINY_TACOTRON2, run_training
 
 PARAMS = AudioParams()
 

@@ -4,20 +4,10 @@ import soundfile
 import torch
 
 import inference
-import train
 from tests.families import FAMILIES
+from tests.training_runs import TINY_TACOTRON2, run_training
 
 TINY_WAVENET = FAMILIES["WaveNet"].flags
-TINY_TACOTRON2 = ["--symbols-embedding-dim", "16", "--encoder-embedding-dim", "16", "--encoder-n-convolutions", "1",
-                  "--attention-rnn-dim", "16", "--decoder-rnn-dim", "16", "--prenet-dim", "8", "--attention-dim", "8",
-                  "--attention-location-n-filters", "2", "--attention-location-kernel-size", "3",
-                  "--postnet-embedding-dim", "8", "--postnet-n-convolutions", "1"]
-
-
-def run_training(corpus, output, model, *extra):
-    train.main(["-m", model, "-o", str(output), "-d", str(corpus.dataset_dir), "--training-files",
-                str(corpus.train_filelist), "--validation-files", str(corpus.val_filelist), "-bs", "4",
-                "--num-workers", "0", "--quiet", "--cpu", "-lr", "1e-3", "--epochs", "1", *extra])
 
 
 @pytest.mark.slow

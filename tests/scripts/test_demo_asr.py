@@ -195,4 +195,4 @@ def test_make_target_runs_the_script_after_setup():
     completed = subprocess.run(["make", "--no-print-directory", "-n", "demo-asr"], cwd=ROOT, capture_output=True,
                                text=True, timeout=60, env=environment)
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh", "bash scripts/wav2vec2/demo_asr.sh"]
+    assert completed.stdout.split("\n")[:2] == ["bash scripts/setup.sh --lm", "bash scripts/wav2vec2/demo_asr.sh"]

@@ -172,8 +172,8 @@ def test_the_synthesizer_takes_exported_folders_for_tacotron2_and_the_vocoder(ta
 
 
 def test_fairseq_and_nvidia_wav2vec2_files_export(tmp_path):
-    from tests.wav2vec2.test_checkpoints import (TINY, ctc_model, fairseq_extra_state, fairseq_namespace, nvidia_args,
-                                                 nvidia_state, pretraining_model, waveform)
+    from tests.wav2vec2.reference_files import (TINY, ctc_model, fairseq_extra_state, fairseq_namespace, nvidia_args,
+                                                nvidia_state, pretraining_model, waveform)
 
     pretrained = pretraining_model(TINY)
     torch.save({"args": fairseq_namespace(TINY), "model": pretrained.state_dict(), **fairseq_extra_state()},

@@ -15,8 +15,8 @@ from common.arguments import parse_args
 from common.registry import model_name_in
 
 ROOT = Path(__file__).resolve().parents[2]
-SHELL_SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("scripts/*/*.sh"), *ROOT.glob("platform/*.sh"),
-                        ROOT / ".ci" / "run"])
+SHELL_SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("scripts/*/*.sh"), *ROOT.glob("experiments/*/*.sh"),
+                        *ROOT.glob("platform/*.sh"), ROOT / ".ci" / "run"])
 PLATFORM_FILES = sorted(ROOT.glob("platform/*_train.sh"))
 DRY_RUN_ENV = {**os.environ, "DRY_RUN": "1", "PYTHON": "python"}
 

@@ -10,7 +10,10 @@ import pytest
 import torch
 
 from common.errors import UserError
+from common.registry import FAMILIES, get_recipe
 from scripts import export_weights, model_card
+from tests.families import corpus_of, run_args
+from tests.training_runs import untrained_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +48,17 @@ def test_a_card_of_exported_weights_loads_them_with_load_exported(recognizer_che
     assert "and 2 steps" in card
     assert f"load_exported({str(tmp_path / 'exported')!r}, expected_model='wav2vec2')" in card
     assert "[wav2vec2/RESULTS.md](wav2vec2/RESULTS.md)" in card
+
+
+@pytest.mark.parametrize("name", [name for name in FAMILIES if name != "wav2vec2"])  # wav2vec2's: the tests above
+def test_every_family_has_a_card_with_its_recipes_task_and_description(name, request, tmp_path):
+    """The card's words come from the registry's recipe, so a family added there has a card."""
+    checkpoint = untrained_checkpoint(run_args(name, corpus_of(name, request), tmp_path), tmp_path / f"{name}.pt")
+    model_card.main([str(checkpoint), "-o", str(tmp_path / "README.md")])
+    card = (tmp_path / "README.md").read_text()
+    recipe = get_recipe(name)
+    assert front_matter_of(card)[2:4] == [f"- {recipe.task}", f"- {name.lower()}"]
+    assert f"## Model description\n\n{recipe.description} Trained with this project's `train.py -m {name}`" in card
 
 
 def test_a_recognizer_checkpoint_card_loads_it_with_the_recognizer(recognizer_checkpoint, tmp_path):

@@ -299,3 +299,24 @@ def test_reading_a_language_model_writes_nothing_to_stderr(tmp_path, capfd):
     assert transcripts(frames({"B": 0.9}, {"A": 0.9}), None, LETTERS, decoder) == ["BA"]
     print("still here", file=sys.stderr)  # and stderr works again afterwards
     assert capfd.readouterr().err == "still here\n"
+
+
+@pytest.mark.parametrize("missing, flags, message", [
+    ("kenlm", ["--decoder", "beam", "--lm", "LM"], "error: --lm needs kenlm's Python module: pip install kenlm "
+                                                   "(or scripts/setup.sh --lm)\n"),
+    ("pyctcdecode", ["--decoder", "beam"], "error: --decoder beam needs pyctcdecode: pip install --no-deps "
+                                           "pyctcdecode pygtrie (or scripts/setup.sh --lm)\n"),
+])
+def test_without_the_language_model_packages_the_beam_search_is_one_error_line(
+        recognizer_checkpoint, synthetic_asr_corpus, tmp_path, missing, flags, message):
+    """A text-to-speech set-up (scripts/setup.sh without --lm) lacks them: the module is made unimportable in a real
+    inference.py process, as it is where it was never installed."""
+    (tmp_path / "lm.arpa").write_text("\\data\\\nngram 1=1\n\n\\1-grams:\n-1.0\t<unk>\n\n\\end\\\n")
+    flags = [str(tmp_path / "lm.arpa") if flag == "LM" else flag for flag in flags]
+    program = (f"import sys; sys.modules[{missing!r}] = None; sys.argv[0] = 'inference.py'; import inference; "
+               f"inference.exit_on_user_error(inference.main)")
+    completed = subprocess.run([sys.executable, "-c", program, "-m", "wav2vec2", "--checkpoint",
+                                str(recognizer_checkpoint), "-i", str(synthetic_asr_corpus.test_voice), "-o",
+                                str(tmp_path / "out"), "--cpu", "--quiet", *flags], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=300)
+    assert (completed.returncode, completed.stderr) == (2, message)

@@ -113,7 +113,7 @@ def test_a_pretrained_checkpoint_is_refused_with_what_to_do(synthetic_asr_corpus
 def test_nvidias_inference_command_line_gives_the_transcripts_of_ours(recognizer, synthetic_asr_corpus, tmp_path):
     """NVIDIA's scripts/inference.sh command line (tests/data/nvidia_inference_command_lines.json), run as it is on
     the tiny model: the transcripts of our own spelling of the same command, and the WER beside them."""
-    from tests.test_nvidia_command_lines import INFERENCE_COMMAND_LINES, filled
+    from tests.nvidia_command_lines import INFERENCE_COMMAND_LINES, filled
 
     output = tmp_path / "nvidia"
     placeholders = {"{checkpoint}": str(recognizer), "{asr_data}": str(synthetic_asr_corpus.directory),

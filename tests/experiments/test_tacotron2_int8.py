@@ -1,9 +1,9 @@
-"""scripts/tacotron2/compare_mels.py: the difference of two --save-mels runs over the frames both have."""
+"""experiments/tacotron2_int8/compare_mels.py: the difference of two --save-mels runs over the frames both have."""
 import pytest
 import torch
 
 from common.errors import UserError
-from scripts.tacotron2 import compare_mels
+from experiments.tacotron2_int8 import compare_mels
 
 
 def test_reports_the_difference_over_common_frames_and_the_length_change(tmp_path, capsys):

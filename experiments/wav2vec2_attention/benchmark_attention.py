@@ -1,9 +1,9 @@
 """wav2vec 2.0's self-attention on this CPU, bf16 against float32: why wav2vec2/model.py's `attention` attends a bf16
 q, k, v in float32 on the CPU.
 
-    python -m scripts.wav2vec2.benchmark_attention            # the shapes of `make demo-asr`'s training batches
-    python -m scripts.wav2vec2.benchmark_attention --quick    # 1 repeat: a smoke test of the script
-    python -m scripts.wav2vec2.benchmark_attention --training-steps 60 [--data data/asr_accent]   # whole updates
+    python -m experiments.wav2vec2_attention.benchmark_attention          # the shapes of `make demo-asr`'s batches
+    python -m experiments.wav2vec2_attention.benchmark_attention --quick  # 1 repeat: a smoke test of the script
+    python -m experiments.wav2vec2_attention.benchmark_attention --training-steps 60 [--data data/asr_accent]  # updates
 
 Each row is one call of PyTorch's scaled dot-product attention, forward alone and forward with backward, at a
 (batch, heads, frames, head size) that `make demo-asr`'s batches of 320,000 samples give (4 heads of 64, a padding

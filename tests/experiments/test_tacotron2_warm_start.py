@@ -1,6 +1,6 @@
-"""scripts/tacotron2/warm_start_experiment.sh: QUICK=1 runs every stage end to end (a base model, the new voice's
-corpus, a warm-started and a from-scratch run, synthesis, scoring, the report); the full run's train.py command lines
-are accepted by train.py's parser with the demo's preset; scripts/tacotron2/warm_start_report.py reads the logs."""
+"""experiments/tacotron2_warm_start/warm_start_experiment.sh: QUICK=1 runs every stage end to end (a base model, the
+new voice's corpus, a warm-started and a from-scratch run, synthesis, scoring, the report); the full run's train.py
+command lines are accepted by train.py's parser with the demo's preset; warm_start_report.py reads the logs."""
 import contextlib
 import json
 import os
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts.tacotron2 import warm_start_report
+from experiments.tacotron2_warm_start import warm_start_report
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "tacotron2" / "warm_start_experiment.sh"
+SCRIPT = ROOT / "experiments" / "tacotron2_warm_start" / "warm_start_experiment.sh"
 
 
 def run_script(*arguments, **environment):

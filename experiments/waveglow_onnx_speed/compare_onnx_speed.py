@@ -1,7 +1,7 @@
 """WaveGlow inference in eager PyTorch beside its ONNX export in onnxruntime, at several batch shapes.
 
-    python -m scripts.waveglow.compare_onnx_speed [--wn-channels 256] [--shapes 1x86 4x86 1x344] [--threads 2]
-        [--repeats 3]
+    python -m experiments.waveglow_onnx_speed.compare_onnx_speed [--wn-channels 256] [--shapes 1x86 4x86 1x344]
+        [--threads 2] [--repeats 3]
 
 Builds a random-weight WaveGlow (weight norm folded, as inference runs it), exports it with waveglow/export.py (which
 checks onnxruntime against eager within 1e-4), then times `WaveGlow.infer(mel, 1, z)` and the ONNX session on the same
@@ -39,7 +39,7 @@ def parse_shape(text: str) -> tuple[int, int]:
 def compare(model: WaveGlow, shapes: list[tuple[int, int]], threads: int, repeats: int) -> list[dict]:
     """[{batch, frames, eager_seconds, onnxruntime_seconds}] for each shape, on one export of `model`."""
     with tempfile.TemporaryDirectory() as folder:
-        export.export(model, folder, what="scripts.waveglow.compare_onnx_speed")
+        export.export(model, folder, what="experiments.waveglow_onnx_speed.compare_onnx_speed")
         onnx_session = session(Path(folder) / export.WAVEGLOW_FILE, threads)
         generator = torch.Generator().manual_seed(0)
         results = []

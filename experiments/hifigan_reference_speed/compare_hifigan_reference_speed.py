@@ -1,6 +1,7 @@
 """HiFi-GAN generator speed, ours against the reference's computation, side by side in one run on the same weights.
 
-    python -m scripts.hifigan.compare_hifigan_reference_speed [--presets v1 v2] [--frames 100 400] [--repeats 7]
+    python -m experiments.hifigan_reference_speed.compare_hifigan_reference_speed [--presets v1 v2] [--frames 100 400]
+        [--repeats 7]
 
 The reference's computation is tests/hifigan/test_checkpoints.py's `reference_generator`: NVIDIA's generator written
 out as functional equations over a state dict with their key names (it is what the equality tests check our model

@@ -1,7 +1,7 @@
 """Time WaveGlow's convolution shapes written four ways, to see whether rewriting them would pay on this machine.
 
-    python -m scripts.waveglow.benchmark_waveglow_convs [--wn-channels 256] [--mel-frames 86] [--threads 2]
-        [--repeats 10]
+    python -m experiments.waveglow_convolutions.benchmark_waveglow_convs [--wn-channels 256] [--mel-frames 86]
+        [--threads 2] [--repeats 10]
 
 The shapes are one coupling layer's at batch 1 (positions = mel frames * 256 / 8 groups): the dilated kernel-3
 convolution (in_layers), the conditioning 1x1 (cond_layers, 640 channels in), the residual/skip 1x1

@@ -1,6 +1,6 @@
-"""scripts/benchmark_convolutions.py at --quick size: every layer it names is timed three ways (float32 as signals,
-float32 as image rows, int8), and int8's output stays close to float32's."""
-from scripts import benchmark_convolutions
+"""experiments/cpu_convolution_layouts/benchmark_convolutions.py at --quick size: every layer it names is timed three
+ways (float32 as signals, float32 as image rows, int8), and int8's output stays close to float32's."""
+from experiments.cpu_convolution_layouts import benchmark_convolutions
 
 
 def test_every_layer_is_timed_three_ways_and_int8_stays_close(capsys):

@@ -1,5 +1,6 @@
-"""scripts/intelligibility_breakdown.py: the same held-out sentences through each stage (recordings, eSpeak, each
-vocoder on the recordings' mels, on teacher-forced and on free-running Tacotron 2 mels), each heard by the recognizer.
+"""experiments/tts_intelligibility_breakdown/intelligibility_breakdown.py: the same held-out sentences through each
+stage (recordings, eSpeak, each vocoder on the recordings' mels, on teacher-forced and on free-running Tacotron 2
+mels), each heard by the recognizer.
 The models here are trained for a step or two, so the rates mean nothing: the tests check which audio each row
 holds and that its rates are what jiwer computes from the transcripts."""
 import json
@@ -10,8 +11,8 @@ import soundfile
 import torch
 
 from common.audio import AudioParams, MelSpectrogram, griffin_lim, griffin_lim_phase, load_wav
-from scripts import intelligibility_breakdown
-from scripts.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
+from experiments.tts_intelligibility_breakdown import intelligibility_breakdown
+from experiments.tts_intelligibility_breakdown.intelligibility_breakdown import GRIFFIN_LIM_SETTINGS
 from tests.hifigan.tiny_hifigan import save_our_checkpoint
 
 

@@ -1,8 +1,9 @@
-"""The table of scripts/tacotron2/warm_start_experiment.sh: for each training run, the first epoch whose validation
-alignment health reached the threshold, and the CER and WER of its speech through the recognizer.
+"""The table of experiments/tacotron2_warm_start/warm_start_experiment.sh: for each training run, the first epoch
+whose validation alignment health reached the threshold, and the CER and WER of its speech through the recognizer.
 
-    python -m scripts.tacotron2.warm_start_report --run warm_start=output/warm_start_en-us+f3/warm_start \
-        --run scratch=output/warm_start_en-us+f3/scratch -o output/warm_start_en-us+f3/warm_start_report.json
+    python -m experiments.tacotron2_warm_start.warm_start_report \
+        --run warm_start=output/warm_start_en-us+f3/warm_start --run scratch=output/warm_start_en-us+f3/scratch \
+        -o output/warm_start_en-us+f3/warm_start_report.json
 
 Each run folder holds train.py's nvlog.json (a validation record per epoch, with `alignment_score`), train_seconds
 (written by the experiment script), and where the recognizer was run intelligibility_test/ and

@@ -1,10 +1,10 @@
-"""scripts/waveglow/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and WaveGlow with its 1x1
-layers as matrix products gives the audio of WaveGlow as it is."""
+"""experiments/waveglow_convolutions/benchmark_waveglow_convs.py: every way of writing a 1x1 layer is timed, and
+WaveGlow with its 1x1 layers as matrix products gives the audio of WaveGlow as it is."""
 from __future__ import annotations
 
 import pytest
 
-from scripts.waveglow import benchmark_waveglow_convs
+from experiments.waveglow_convolutions import benchmark_waveglow_convs
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@
 # epochs (the same steps on the same data: the same compute), and compare them: the first epoch whose validation
 # alignment health (tacotron2/alignment.py, logged at every validation) reaches 0.7, and the CER and WER of their
 # speech as `make demo-asr`'s recognizer hears it (scripts/intelligibility.py).
-#   scripts/tacotron2/warm_start_experiment.sh [--stage N] [--stop-stage M] [extra train.py flags for both runs]
+#   experiments/tacotron2_warm_start/warm_start_experiment.sh [--stage N] [--stop-stage M] [train.py flags for both]
 #     stage 0: check the base model (DEMO_CHECKPOINT; with QUICK=1 a tiny one is trained here when it is missing)
 #     stage 1: the corpus of the new voice: NUM_UTTERANCES sentences spoken by VOICE into DATA_DIR
 #     stage 2: warm start: train.py --warm-start DEMO_CHECKPOINT for EPOCHS epochs into OUTPUT_DIR/warm_start
@@ -137,7 +137,7 @@ if runs 4; then
     done
     [ -f "$ASR_CHECKPOINT" ] || echo "No speech recognizer at $ASR_CHECKPOINT, so the CER is not measured: run" \
         "\`make demo-asr\` (or set ASR_CHECKPOINT), then this script again with --stage 4."
-    "$PYTHON" -m scripts.tacotron2.warm_start_report "${report_args[@]}" --voice "$VOICE" \
+    "$PYTHON" -m experiments.tacotron2_warm_start.warm_start_report "${report_args[@]}" --voice "$VOICE" \
         --num-utterances "$NUM_UTTERANCES" --epochs "$EPOCHS" --base "$DEMO_CHECKPOINT" \
         -o "$OUTPUT_DIR/warm_start_report.json"
 fi

@@ -1,7 +1,7 @@
 """How far two runs of `inference.py -m Tacotron2 --save-mels` are apart, file by file (e.g. fp32 against
 --quantize int8).
 
-    python -m scripts.tacotron2.compare_mels output/int8_tts/fp32 output/int8_tts/int8
+    python -m experiments.tacotron2_int8.compare_mels output/int8_tts/fp32 output/int8_tts/int8
 
 Each folder holds mel_<n>.pt files (n_mel_channels, frames) of log mels. For each file present in both it compares
 the frames both have, and reports the mean and largest absolute difference there, the difference in length (a changed

@@ -1,7 +1,8 @@
 """Where a text-to-speech model loses its words: in the vocoder or in the acoustic model. Each row is the same held-out
 sentences, heard by the same wav2vec 2.0 recognizer (scripts/intelligibility.py), through one more stage:
 
-    python -m scripts.intelligibility_breakdown --asr output/demo_asr/checkpoint_wav2vec2_last.pt \
+    python -m experiments.tts_intelligibility_breakdown.intelligibility_breakdown \
+        --asr output/demo_asr/checkpoint_wav2vec2_last.pt \
         --tacotron2 output/demo/checkpoint_Tacotron2_last.pt [--hifigan CKPT] [--melinverter CKPT] \
         [-d data/synthetic] \
         [--filelist filelists/synthetic_audio_text_test.txt] [--limit 25] [-o output/demo/breakdown]

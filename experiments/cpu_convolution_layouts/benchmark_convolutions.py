@@ -2,8 +2,8 @@
 float32 on the same signals as one-row channels-last images (common/layers.py), and int8 (common/quantization.py's
 Int8Conv1d).
 
-    python -m scripts.benchmark_convolutions            # wav2vec 2.0 Base's extractor, HiFi-GAN v1, WaveGlow-256
-    python -m scripts.benchmark_convolutions --quick    # short inputs: a smoke test of the script
+    python -m experiments.cpu_convolution_layouts.benchmark_convolutions  # wav2vec 2.0 Base, HiFi-GAN v1, WaveGlow-256
+    python -m experiments.cpu_convolution_layouts.benchmark_convolutions --quick  # short inputs: a smoke test
 
 Each row is one convolution at the size a real call gives it: wav2vec 2.0 Base's feature extractor on a 6 s
 utterance; HiFi-GAN v1's residual-block convolutions on 400 mel frames (one dilation per kernel); WaveGlow-256's

@@ -1,11 +1,12 @@
-"""scripts/waveglow/compare_onnx_speed.py: eager WaveGlow and its ONNX export timed on the same shapes."""
+"""experiments/waveglow_onnx_speed/compare_onnx_speed.py: eager WaveGlow and its ONNX export timed on the same
+shapes."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 from common.layers import remove_weight_norm
-from scripts.waveglow import compare_onnx_speed
+from experiments.waveglow_onnx_speed import compare_onnx_speed
 from waveglow.model import WaveGlow
 
 pytest.importorskip("onnxruntime")

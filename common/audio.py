@@ -162,42 +162,16 @@ def save_wav(path: str | Path, audio: torch.Tensor | np.ndarray, sampling_rate: 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Mel filterbank (Slaney scale and area normalisation, as librosa.filters.mel with its defaults)
-
-
-def _hz_to_slaney_mel(hz: np.ndarray) -> np.ndarray:
-    # Linear below 1 kHz, logarithmic above: the Auditory Toolbox ("Slaney") scale.
-    hz = np.asarray(hz, dtype=np.float64)
-    f_sp = 200.0 / 3
-    min_log_hz, min_log_mel, logstep = 1000.0, 1000.0 / f_sp, np.log(6.4) / 27.0
-    mel = hz / f_sp
-    above = hz >= min_log_hz
-    mel[above] = min_log_mel + np.log(hz[above] / min_log_hz) / logstep
-    return mel
-
-
-def _slaney_mel_to_hz(mel: np.ndarray) -> np.ndarray:
-    mel = np.asarray(mel, dtype=np.float64)
-    f_sp = 200.0 / 3
-    min_log_hz, min_log_mel, logstep = 1000.0, 1000.0 / f_sp, np.log(6.4) / 27.0
-    hz = f_sp * mel
-    above = mel >= min_log_mel
-    hz[above] = min_log_hz * np.exp(logstep * (mel[above] - min_log_mel))
-    return hz
+# Mel filterbank
 
 
 def slaney_mel_filterbank(sampling_rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float) -> np.ndarray:
-    """(n_mels, n_fft // 2 + 1) triangular filters, each scaled to unit area."""
-    fft_freqs = np.linspace(0, sampling_rate / 2, n_fft // 2 + 1)
-    mel_points = np.linspace(_hz_to_slaney_mel(np.array([fmin]))[0], _hz_to_slaney_mel(np.array([fmax]))[0], n_mels + 2)
-    edges_hz = _slaney_mel_to_hz(mel_points)
-    widths = np.diff(edges_hz)
-    slopes = edges_hz[:, None] - fft_freqs[None, :]
-    rising = -slopes[:-2] / widths[:-1, None]
-    falling = slopes[2:] / widths[1:, None]
-    weights = np.maximum(0, np.minimum(rising, falling))
-    weights *= (2.0 / (edges_hz[2 : n_mels + 2] - edges_hz[:n_mels]))[:, None]
-    return weights.astype(np.float32)
+    """(n_mels, n_fft // 2 + 1) triangular filters on the Auditory Toolbox ("Slaney") mel scale, each scaled to unit
+    area: librosa.filters.mel with its defaults, as NVIDIA's Tacotron 2, WaveGlow and HiFi-GAN build their mels."""
+    import librosa  # here: its import costs a second, and only a mel spectrogram's construction needs it
+
+    return librosa.filters.mel(sr=sampling_rate, n_fft=n_fft, n_mels=n_mels, fmin=fmin, fmax=fmax, htk=False,
+                               norm="slaney", dtype=np.float32)
 
 
 # ---------------------------------------------------------------------------------------------------------------

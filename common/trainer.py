@@ -104,11 +104,6 @@ class Trainer:
         self.step_skipped: set[str] = set()  # optimizers whose step this iteration saw a non-finite loss
         self.schedule = recipe.lr_schedule(args) if recipe.lr_schedule is not None else schedule_from_args(args)
 
-        if getattr(args, "keep_in_memory", False) and args.num_workers:
-            # Each epoch's workers start from the dataset as it is in this process, so what they keep is lost.
-            raise UserError(f"--keep-in-memory keeps the data in the training process, and --num-workers "
-                            f"{args.num_workers} loads it in worker processes that each epoch starts afresh: "
-                            "give --num-workers 0 with it, or --no-keep-in-memory")
         self.data = recipe.build_data(args, self.audio_params)
         self.train_sampler = self.batch_sampler(self.data.train, training=True)
         self.loader_generator = torch.Generator()

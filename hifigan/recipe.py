@@ -24,6 +24,7 @@ from torch import nn
 from common.audio import AudioParams, MelSpectrogram
 from common.distributed import ModelParts
 from common.errors import UserError
+from common.item_cache import check_kept_in_this_process
 from common.logger import plot_to_image
 from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops, batch_to_device, collate,
                                    crops_or_whole_utterances)
@@ -83,6 +84,7 @@ def compile_model(model: HiFiGAN, args: argparse.Namespace) -> None:
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
+    check_kept_in_this_process(args.keep_in_memory, args.num_workers)
     train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed,
                           input_mels_dir=args.input_mels_dir, keep_in_memory=args.keep_in_memory)
     validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)

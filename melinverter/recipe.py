@@ -13,6 +13,7 @@ from torch import nn
 
 from common.audio import AudioParams
 from common.errors import UserError
+from common.item_cache import check_kept_in_this_process
 from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops, batch_to_device, collate,
                                    crops_or_whole_utterances)
 from common.recipe import DataSplits, Recipe, StepOutput
@@ -28,6 +29,7 @@ def build_model(config: dict) -> nn.Module:
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
+    check_kept_in_this_process(args.keep_in_memory, args.num_workers)
     if args.segment_length // audio.hop_length <= 2 * edge_frames(audio):
         raise UserError(f"--segment-length {args.segment_length} is {args.segment_length // audio.hop_length} "
                         f"frames; the loss leaves out {edge_frames(audio)} at each end, so give it more than "

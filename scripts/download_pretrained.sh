@@ -74,7 +74,9 @@ check() {
         return 1
     fi
     if [ "$sha" = unknown ]; then
-        echo "$name: no published sha256; not verified ($(size_of "$path") bytes)"
+        # The sum of the bytes received, so that a user can compare it with another download or add it to the manifest.
+        actual=$(sha256sum "$path" | cut -d' ' -f1)
+        echo "$name: no published sha256; not verified ($(size_of "$path") bytes, sha256 $actual)"
         return 0
     fi
     actual=$(sha256sum "$path" | cut -d' ' -f1)

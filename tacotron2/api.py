@@ -167,9 +167,9 @@ class Synthesizer:
         (its family read from the file), or "griffin-lim". Either may be a URL whose file name carries its sha256
         prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16. batch_size: utterances
         synthesized together. options: any other flag of `inference.py -m Tacotron2` by its Python name, e.g.
-        sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000,
-        torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60, quantize="int8"
-        (CPU only: common/quantization.py)."""
+        sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000 (default:
+        the checkpoint's), torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60
+        (default 32), quantize="int8" (CPU only: common/quantization.py)."""
         device, dtype = api_device(device), api_dtype(precision)
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")

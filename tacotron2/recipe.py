@@ -10,6 +10,7 @@ from torch import nn
 
 from common.audio import AudioParams, griffin_lim
 from common.filelist import read_filelist
+from common.item_cache import check_kept_in_this_process
 from common.logger import plot_to_image
 from common.recipe import BatchingContext, DataSplits, Recipe, StepOutput
 from common.sampler import EpochBatchSampler, fixed_size_batches
@@ -86,6 +87,7 @@ def model_config(args: argparse.Namespace) -> dict:
 
 
 def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
+    check_kept_in_this_process(args.keep_in_memory, args.num_workers)
     text = text_processor(args)
     train = TextMelDataset(args.training_files, args.dataset_path, text, audio, args.load_mel_from_disk,
                            args.keep_in_memory, args.final_punctuation_dropout, args.seed)

@@ -104,6 +104,8 @@ def test_file_without_published_sum_says_it_is_not_verified(tmp_path, mirror):
     assert completed.returncode == 0, completed.stderr
     assert "model-b: no published sha256; not verified" in completed.stdout
     assert (dest / "model_a.pt").read_bytes() == payload
+    received = (dest / "model_a.pt").read_bytes()  # model-b is that file without a sum
+    assert f"({len(received)} bytes, sha256 {hashlib.sha256(received).hexdigest()})" in completed.stdout
 
 
 def test_unknown_name_and_option_are_errors(mirror):

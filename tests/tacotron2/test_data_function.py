@@ -56,7 +56,7 @@ def test_final_punctuation_dropout_is_a_training_flag_for_the_training_split_onl
     assert parser.parse_args([]).final_punctuation_dropout == 0.0
     args = parser.parse_args(["--final-punctuation-dropout", "0.3"])
     args.training_files, args.validation_files = synthetic_corpus.train_filelist, synthetic_corpus.val_filelist
-    args.dataset_path, args.seed = synthetic_corpus.dataset_dir, 1
+    args.dataset_path, args.seed, args.num_workers = synthetic_corpus.dataset_dir, 1, 0  # train.py's shared flags
     data = build_data(args, AudioParams())
     assert (data.train.final_punctuation_dropout, data.train.seed) == (0.3, 1)
     assert data.validation.final_punctuation_dropout == 0.0

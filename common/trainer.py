@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset
 from common import checkpoint as ckpt
 from common.audio import AudioParams
 from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
+from common.cpu import NO_NATIVE_BF16, native_bf16
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, barrier,
                                 fail_together, init_distributed, record_failure, shutdown, wrap_parts)
 from common.errors import UserError
@@ -72,6 +73,8 @@ class Trainer:
         self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend,
                                                             timeout_minutes=args.distributed_timeout)
         self.device = self.context.device
+        if args.bf16 and self.device.type == "cpu" and not native_bf16() and self.context.is_main:
+            print(f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here", file=sys.stderr, flush=True)
         configure_backends(args)
         seed_everything(args.seed + self.context.rank)
         make_output_folder(args.output, "the checkpoints and logs")

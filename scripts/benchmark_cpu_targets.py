@@ -55,11 +55,12 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import train
+from common.cpu import native_bf16
 from common.registry import get_recipe
 from common.trainer import Trainer
 from hifigan.model import PRESETS, Generator
 from scripts import benchmark_speed
-from scripts.benchmark_speed import NVIDIA_SIZES, QUICK_SIZES, Target, Variant, native_bf16
+from scripts.benchmark_speed import NVIDIA_SIZES, QUICK_SIZES, Target, Variant
 from scripts.hifigan.benchmark_hifigan import random_log_mel
 from scripts.wav2vec2 import benchmark_wav2vec2
 from wav2vec2.api import Recognizer

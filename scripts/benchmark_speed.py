@@ -43,6 +43,7 @@ from typing import Callable
 import torch
 
 import inference
+from common.cpu import native_bf16
 from common.layers import remove_weight_norm
 from common.text import TextProcessor
 from scripts.benchmark_pipeline import decoding_to_max_steps, hold_gate_shut, random_checkpoint
@@ -329,12 +330,6 @@ def print_rows(rows: list[dict]) -> None:
         print(f"{row['target']:16} {row['precision']:9} {row['path']:9} {row['seconds_median']:8.3f}s "
               f"{row['seconds_min']:7.3f}-{row['seconds_max']:7.3f}s {row['speedup']:7.2f}x  {'; '.join(notes)}",
               flush=True)
-
-
-def native_bf16() -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); elsewhere oneDNN emulates it, far slower."""
-    checks = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(check() for check in checks if check is not None)
 
 
 def print_top_operations(run: Callable[[], object], heading: str, rows: int = 15) -> None:

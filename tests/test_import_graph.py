@@ -1,7 +1,7 @@
 """The import graph of the project's packages: `common/` (the mechanism every family shares) imports no family folder,
 no script and no root entry point; no family imports a root entry point (its Python API builds what the command line
-builds from common/); and no module imports itself through others. Imports inside functions count (a
-local import that dodges a circle is still a circle); those under `if TYPE_CHECKING:` do not (they never run).
+builds from common/); and no module imports itself through others. Imports inside functions count (a local import
+that dodges a circle is still a circle); those under `if TYPE_CHECKING:` do not (they never run).
 Under tests/, no module imports a test module (test_*.py): helpers live in conftest.py or in modules of other names."""
 from __future__ import annotations
 

@@ -280,3 +280,14 @@ def test_the_trainer_has_everything_a_recipes_train_step_may_use(tmp_path):
     for name in methods:
         assert (list(inspect.signature(getattr(Trainer, name)).parameters)
                 == list(inspect.signature(getattr(TrainerView, name)).parameters)), name
+
+
+@pytest.mark.parametrize("precision", ["--bf16", "--fp32"])
+def test_bf16_on_a_cpu_that_emulates_it_is_warned_about(tmp_path, capsys, precision):
+    """On an AVX2-only CPU bf16 matrix products are emulated, about 20 times slower than fp32 (common/cpu.py): a
+    training run there says so once; a CPU with native bf16, and an fp32 run, say nothing."""
+    from common.cpu import NO_NATIVE_BF16, native_bf16
+
+    Trainer(toy_recipe(), toy_args(tmp_path, precision))
+    warned = f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here\n" in capsys.readouterr().err
+    assert warned == (precision == "--bf16" and not native_bf16())

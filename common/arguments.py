@@ -35,7 +35,6 @@ from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.schedules import add_schedule_args
 
-
 # Flag value checkers: argparse turns their ArgumentTypeError into an error naming the flag and the value.
 
 
@@ -99,6 +98,16 @@ def add_audio_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--n-mel-channels", type=positive_int, default=defaults.n_mel_channels)
     group.add_argument("--mel-fmin", type=non_negative_float, default=defaults.mel_fmin)
     group.add_argument("--mel-fmax", type=positive_float, default=defaults.mel_fmax)
+
+
+def audio_params_of(args: argparse.Namespace) -> AudioParams:
+    """The AudioParams of the parsed audio flags."""
+    return config_from_args(AudioParams, args)
+
+
+def check_audio_flags(args: argparse.Namespace) -> None:
+    """AudioParams.check_flags of the parsed audio flags (check_after_parsing runs it)."""
+    audio_params_of(args).check_flags()
 
 
 PRECISION_FLAGS = ("amp", "bf16", "fp32")
@@ -397,9 +406,17 @@ def add_dataclass_args(group, config_class: type, defaults_named: str | None = N
 
 
 def config_from_args(config_class: type, args: argparse.Namespace, **values):
-    """config_class with each field from `values` if there, else from the parsed flag of the same name."""
-    return config_class(**{field.name: values[field.name] if field.name in values else getattr(args, field.name)
-                           for field in dataclasses.fields(config_class)})
+    """config_class with each field from `values` if there, else from the parsed flag of the same name; a field
+    set_by another part's flag (not_a_flag) with a default keeps it where the parser has no such flag."""
+    parsed = vars(args)
+    for field in dataclasses.fields(config_class):
+        if field.name in values:
+            continue
+        if field.name in parsed:
+            values[field.name] = parsed[field.name]
+        elif "set_by" not in field.metadata or field.default is dataclasses.MISSING:
+            raise KeyError(f"{config_class.__name__}.{field.name}: the parsed flags have no {field.name}")
+    return config_class(**values)
 
 
 def config_dict(config) -> dict:

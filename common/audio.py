@@ -8,7 +8,6 @@ with other parameters.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -49,10 +48,6 @@ class AudioParams:
             raise ValueError(f"unknown audio parameters {sorted(unknown)}; known are {sorted(known)}")
         return cls(**values)
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "AudioParams":
-        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
-
     def check_flags(self) -> None:
         """Raise a UserError naming the flags when the values cannot make a mel spectrogram together: a hop longer
         than the window skips samples (torch.istft refuses it), a window longer than the FFT does not fit in it, and
@@ -83,11 +78,6 @@ class AudioParams:
                 f"audio parameters of {this_name} and {other_name} differ, so the mels would not mean the same "
                 "thing to both: " + "; ".join(differences)
             )
-
-
-def check_audio_flags(args: argparse.Namespace) -> None:
-    """AudioParams.check_flags of the parsed audio flags (common.arguments.check_after_parsing runs it)."""
-    AudioParams.from_args(args).check_flags()
 
 
 # ---------------------------------------------------------------------------------------------------------------

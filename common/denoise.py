@@ -12,11 +12,13 @@ Each vocoder brings only how it turns the bias mel into audio (waveglow/denoiser
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from common.arguments import add_dataclass_args, flag
 from common.audio import LOG_CLAMP_MIN, AudioParams
 
 BIAS_MEL_VALUES = {"zeros": 0.0, "silence": math.log(LOG_CLAMP_MIN)}
@@ -24,12 +26,20 @@ BIAS_FRAME = {"zeros": "first", "silence": "middle"}
 BIAS_FRAMES = 88  # the length of NVIDIA's bias mel
 
 
-def add_denoiser_args(group) -> None:
+@dataclass
+class DenoiserSettings:
     """-d and --denoiser-mode, shared by the vocoders that have a denoiser (each has its own default strength)."""
-    group.add_argument("-d", "--denoising-strength", type=float, default=None,
-                       help="0 turns the denoiser off (default: each vocoder's, NVIDIA's: WaveGlow 0.01, HiFi-GAN 0)")
-    group.add_argument("--denoiser-mode", default="zeros", choices=sorted(BIAS_MEL_VALUES),
-                       help="zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent mel's middle frame")
+    denoising_strength: float | None = flag(
+        None, "0 turns the denoiser off (default: each vocoder's, NVIDIA's: WaveGlow 0.01, HiFi-GAN 0)", aliases=["-d"])
+    denoiser_mode: str = flag("zeros", "zeros: NVIDIA's bias estimate (zero mel, first frame); silence: a silent "
+                                       "mel's middle frame", choices=sorted(BIAS_MEL_VALUES))
+
+    def strength_or(self, default: float) -> float:
+        return default if self.denoising_strength is None else self.denoising_strength
+
+
+def add_denoiser_args(group) -> None:
+    add_dataclass_args(group, DenoiserSettings)
 
 
 def bias_mel(params: AudioParams, mode: str, like: torch.Tensor, frames: int = BIAS_FRAMES) -> torch.Tensor:

@@ -25,8 +25,7 @@ from common.inference_args import (Stopwatch, autocast, benchmark, check_inferen
                                    inference_dtype, open_run_logger, warm_up)
 from common.inference_part import InferencePart
 from common.mel_files import read_mel
-from common.vocoder import VocoderSpec, add_vocoder_args, load_vocoder
-
+from common.vocoder import VocoderSpec, add_vocoder_args, load_vocoder, vocoder_settings_from_args
 
 MEL_SUFFIXES = (".pt", ".npy")
 
@@ -78,10 +77,9 @@ def add_args(parser: argparse.ArgumentParser, vocoder_name: str,
 
 def run(args: argparse.Namespace, vocoder_name: str, logged: Callable[[argparse.Namespace], dict] | None) -> None:
     check_inference_args(args)
-    args.vocoder = vocoder_name  # what common.vocoder.load_vocoder reads; the checkpoint flag is required
     files = mel_files(args.input)
     device, dtype = inference_device(args), inference_dtype(args)
-    vocoder = load_vocoder(args, device, mel_audio_params=None)
+    vocoder = load_vocoder(vocoder_settings_from_args(args, only=vocoder_name), device, dtype, mel_audio_params=None)
     params = vocoder.audio_params
     logger = open_run_logger(args)
     logger.parameters({"vocoder": vocoder.name, "device": str(device), "precision": str(dtype),

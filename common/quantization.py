@@ -28,11 +28,15 @@ from common.errors import UserError
 QUANTIZE_CHOICES = ("none", "int8")
 
 
+def quantize_help(layers: str) -> str:
+    """--quantize's help for a family whose `layers` (words) dynamic quantization covers."""
+    return (f"int8: {layers} with int8 weights, quantized per call (CPU only; outputs close to, not equal to, "
+            "float32's: docs/benchmarks.md). Default none")
+
+
 def add_quantize_arg(group: argparse._ArgumentGroup, layers: str) -> None:
     """--quantize for a family whose `layers` (words, for --help) dynamic quantization covers."""
-    group.add_argument("--quantize", choices=QUANTIZE_CHOICES, default="none",
-                       help=f"int8: {layers} with int8 weights, quantized per call (CPU only; outputs close to, not "
-                            "equal to, float32's: docs/benchmarks.md). Default none")
+    group.add_argument("--quantize", choices=QUANTIZE_CHOICES, default="none", help=quantize_help(layers))
 
 
 def check_quantize(quantize: str | None, device: torch.device, dtype: torch.dtype = torch.float32,

@@ -23,7 +23,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from common import checkpoint as ckpt
-from common.audio import AudioParams
+from common.arguments import audio_params_of
 from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
 from common.cpu import NO_NATIVE_BF16, native_bf16
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, barrier,
@@ -35,9 +35,8 @@ from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_sig
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
 from common.schedules import schedule_from_args
-from common.training_state import (check_warm_start_args, find_resume_checkpoint, restore_training_state,
-                                   rng_state, rng_state_for_checkpoint, seed_everything, set_rng_state,
-                                   training_state, warm_start)
+from common.training_state import (check_warm_start_args, find_resume_checkpoint, restore_training_state, rng_state,
+                                   rng_state_for_checkpoint, seed_everything, set_rng_state, training_state, warm_start)
 
 
 def configure_backends(args: argparse.Namespace) -> None:
@@ -81,7 +80,7 @@ class Trainer:
         if self.context.is_main:
             self.remove_stale_temporaries()
 
-        self.audio_params = AudioParams.from_args(args)
+        self.audio_params = audio_params_of(args)
         self.text = recipe.text_processor(args) if recipe.text_processor is not None else None
         self.model_config = recipe.model_config(args)
         model = recipe.build_model(self.model_config)

@@ -11,23 +11,21 @@ the default.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
-from dataclasses import dataclass
-from typing import Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
 
 import torch
 
-from common.arguments import non_negative_int, positive_float, probability
-from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams,
-                          griffin_lim)
+from common.arguments import add_dataclass_args, config_from_args, flag, non_negative_int, positive_float, probability
+from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams, griffin_lim
 from common.checkpoint import describe_source, load_checkpoint
-from common.denoise import add_denoiser_args
+from common.denoise import DenoiserSettings, add_denoiser_args
 from common.errors import UserError
 from common.registry import VOCODERS
 
 GRIFFIN_LIM = "GriffinLim"
-GRIFFIN_LIM_DEFAULTS = {"--griffin-lim-iters": GRIFFIN_LIM_ITERS, "--griffin-lim-power": GRIFFIN_LIM_POWER,
-                        "--griffin-lim-momentum": GRIFFIN_LIM_MOMENTUM}
 
 
 class Vocoder(Protocol):
@@ -39,21 +37,50 @@ class Vocoder(Protocol):
         ...
 
 
+@dataclass
+class GriffinLimSettings:
+    """Griffin-Lim's flags: the vocoder of text to wav without a checkpoint, and the mel inverter's phase."""
+    griffin_lim_iters: int = flag(GRIFFIN_LIM_ITERS, "Griffin-Lim's phase iterations (default: %(default)s)",
+                                  type=non_negative_int)
+    griffin_lim_power: float = flag(GRIFFIN_LIM_POWER, "the power the magnitude is raised to before Griffin-Lim; "
+                                                       "above 1 sharpens it (default: %(default)s)",
+                                    type=positive_float)
+    griffin_lim_momentum: float = flag(GRIFFIN_LIM_MOMENTUM, "fast Griffin-Lim's momentum in [0, 1); 0 is the "
+                                                             "original algorithm (default: %(default)s)",
+                                       type=probability)
+
+
+@dataclass
+class VocoderSettings:
+    """Which vocoder turns the mels into audio, and how: what inference.py's vocoder flags resolve to
+    (vocoder_settings_from_args), and what the Python API builds from its arguments."""
+    name: str = GRIFFIN_LIM  # GRIFFIN_LIM or a VOCODERS name
+    checkpoint: str | None = None
+    checkpoint_flag: str = ""  # the option that gave the checkpoint (--waveglow, --vocoder-checkpoint), for messages
+    options: Any = None  # the family's own settings: an instance of its VocoderSpec.settings (None: it has none)
+    denoiser: DenoiserSettings = field(default_factory=DenoiserSettings)  # read by the vocoders with a denoiser
+    griffin_lim: GriffinLimSettings = field(default_factory=GriffinLimSettings)
+    compile: bool = False  # torch.compile the vocoder's hot loops
+    seed: int = 1234  # the noise of the vocoders that draw it (WaveGlow, WaveNet)
+
+
 @dataclass(frozen=True)
 class VocoderSpec:
     """What a vocoder family gives inference.py: its vocoder.py declares `VOCODER = VocoderSpec(...)`."""
     name: str  # the --vocoder value, and lower-cased its checkpoint flag (--waveglow CKPT): the family's Recipe.name
-    # (checkpoint path, args, device, flag) -> the Vocoder, ready to run on device; flag: the option that gave the
-    # checkpoint (--waveglow, --vocoder-checkpoint), for messages.
-    load: Callable[..., Vocoder]
-    add_args: Callable[[argparse.ArgumentParser], None] | None = None  # the vocoder's own flags (-s, --ema...)
-    has_denoiser: bool = False  # True: its load reads -d/--denoising-strength and --denoiser-mode (common/denoise.py)
+    # (VocoderSettings, device, dtype) -> the Vocoder, ready to run on device in dtype (fp16/bf16: autocast, or a
+    # whole-model cast where that is faster).
+    load: Callable[[VocoderSettings, torch.device, torch.dtype], Vocoder]
+    # The dataclass of the vocoder's own flags (-s, --ema...; made with common.arguments.flag), and their --help title.
+    settings: type | None = None
+    settings_title: str = ""
+    has_denoiser: bool = False  # True: its load reads VocoderSettings.denoiser (common/denoise.py)
     # checkpoint (read by common.checkpoint.load_checkpoint) -> whether it is a file of another project this family
     # loads (NVIDIA's, jik876's), for vocoder_family; files of this project name their model and need none of this.
     recognizes: Callable[[dict], bool] | None = None
-    # The Griffin-Lim flags its load reads (the mel inverter finds its magnitude's phase with Griffin-Lim); any other
-    # given with it would change nothing, so they are refused.
-    griffin_lim_flags: tuple[str, ...] = ()
+    # The Griffin-Lim settings its load reads (the mel inverter finds its magnitude's phase with Griffin-Lim); any
+    # other given with it would change nothing, so they are refused.
+    griffin_lim_settings: tuple[str, ...] = ()
 
 
 class GriffinLimVocoder:
@@ -104,32 +131,44 @@ def add_vocoder_args(parser: argparse.ArgumentParser, only: str | None = None) -
                                 f"given, else {GRIFFIN_LIM})")
         group.add_argument("--vocoder-checkpoint", default=None, metavar="CKPT",
                            help="checkpoint of the --vocoder (or use its own flag, e.g. --waveglow CKPT)")
-        group.add_argument("--griffin-lim-iters", type=non_negative_int, default=GRIFFIN_LIM_ITERS,
-                           help="Griffin-Lim's phase iterations (default: %(default)s)")
-        group.add_argument("--griffin-lim-power", type=positive_float, default=GRIFFIN_LIM_POWER,
-                           help="the power the magnitude is raised to before Griffin-Lim; above 1 sharpens it "
-                                "(default: %(default)s)")
-        group.add_argument("--griffin-lim-momentum", type=probability, default=GRIFFIN_LIM_MOMENTUM,
-                           help="fast Griffin-Lim's momentum in [0, 1); 0 is the original algorithm "
-                                "(default: %(default)s)")
+        add_dataclass_args(group, GriffinLimSettings)
     for name in names:
         group.add_argument(checkpoint_flag(name), default=None, metavar="CKPT", required=only is not None,
                            help=f"{name} checkpoint" + ("" if only else f": vocode with {name}"))
         spec = vocoder_spec(name)
-        if spec is not None and spec.add_args is not None:
-            spec.add_args(parser)
+        if spec is not None and spec.settings is not None:
+            add_dataclass_args(parser.add_argument_group(spec.settings_title), spec.settings)
     if any(spec is not None and spec.has_denoiser for spec in map(vocoder_spec, names)):
         add_denoiser_args(group)  # one -d for every vocoder offered, each applying its own default
 
 
-def chosen_vocoder(args: argparse.Namespace) -> tuple[str, str | None, str]:
+def vocoder_settings_from_args(args: argparse.Namespace, only: str | None = None) -> VocoderSettings:
+    """The VocoderSettings of inference.py's parsed flags: the vocoder from --vocoder, --vocoder-checkpoint and the
+    vocoders' own checkpoint flags (contradictions are user errors), or `only` (-m WaveGlow: its checkpoint flag is
+    required), with its own settings."""
+    given = vars(args)  # the vocoders' checkpoint flags are named after the registry's families
+    if only is not None:
+        name, checkpoint, flag = only, given[checkpoint_flag(only)[2:]], checkpoint_flag(only)
+    else:
+        name, checkpoint, flag = chosen_vocoder(given.get("vocoder"), given.get("vocoder_checkpoint"),
+                                                {name: given.get(checkpoint_flag(name)[2:]) for name in VOCODERS})
+    spec = vocoder_spec(name) if name != GRIFFIN_LIM else None
+    return VocoderSettings(
+        name=name, checkpoint=checkpoint, checkpoint_flag=flag,
+        options=config_from_args(spec.settings, args) if spec is not None and spec.settings is not None else None,
+        denoiser=config_from_args(DenoiserSettings, args) if "denoiser_mode" in given else DenoiserSettings(),
+        griffin_lim=(config_from_args(GriffinLimSettings, args) if "griffin_lim_iters" in given
+                     else GriffinLimSettings()),
+        compile=args.compile, seed=args.seed)
+
+
+def chosen_vocoder(named: str | None, general_checkpoint: str | None, checkpoints_by_flag: dict[str, str | None]
+                   ) -> tuple[str, str | None, str]:
     """(vocoder name, its checkpoint, the flag that gave the checkpoint) from --vocoder, --vocoder-checkpoint and
-    the vocoders' own checkpoint flags; contradictions are user errors."""
-    by_flag = [name for name in VOCODERS if getattr(args, checkpoint_flag(name)[2:], None)]
+    the vocoders' own checkpoint flags (name -> the path given to it); contradictions are user errors."""
+    by_flag = [name for name, path in checkpoints_by_flag.items() if path]
     if len(by_flag) > 1:
         raise UserError(f"give one vocoder checkpoint, got {' and '.join(checkpoint_flag(name) for name in by_flag)}")
-    named = getattr(args, "vocoder", None)
-    general_checkpoint = getattr(args, "vocoder_checkpoint", None)
     if by_flag:
         name = by_flag[0]
         flag = checkpoint_flag(name)
@@ -137,7 +176,7 @@ def chosen_vocoder(args: argparse.Namespace) -> tuple[str, str | None, str]:
             raise UserError(f"--vocoder {named} contradicts {flag}; drop one of them")
         if general_checkpoint:
             raise UserError(f"--vocoder-checkpoint and {flag} both give a vocoder checkpoint; drop one of them")
-        return name, getattr(args, flag[2:]), flag
+        return name, checkpoints_by_flag[name], flag
     if named is None:
         if general_checkpoint:
             raise UserError(f"--vocoder-checkpoint needs --vocoder NAME ({', '.join(VOCODERS)})")
@@ -152,23 +191,63 @@ def chosen_vocoder(args: argparse.Namespace) -> tuple[str, str | None, str]:
     return named, general_checkpoint, "--vocoder-checkpoint"
 
 
-def load_vocoder(args: argparse.Namespace, device: torch.device, mel_audio_params: AudioParams):
+def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype,
+                 mel_audio_params: AudioParams | None):
     """The chosen vocoder, ready to run on device. Griffin-Lim takes the audio parameters of the mels it is given
     (mel_audio_params); the others carry theirs, which the caller checks against the mels'."""
-    name, checkpoint, flag = chosen_vocoder(args)
+    name, flag = settings.name, settings.checkpoint_flag
+    griffin_lim = settings.griffin_lim
     if name == GRIFFIN_LIM:
-        return GriffinLimVocoder(mel_audio_params, args.griffin_lim_iters, args.griffin_lim_power,
-                                 args.griffin_lim_momentum)
+        return GriffinLimVocoder(mel_audio_params, griffin_lim.griffin_lim_iters, griffin_lim.griffin_lim_power,
+                                 griffin_lim.griffin_lim_momentum)
     spec = vocoder_spec(name)
     if spec is None:
         raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
-    for griffin_lim_flag, default in GRIFFIN_LIM_DEFAULTS.items():
-        given = getattr(args, griffin_lim_flag[2:].replace("-", "_"), default)
-        if griffin_lim_flag not in spec.griffin_lim_flags and given != default:
+    for setting in dataclasses.fields(GriffinLimSettings):
+        given = getattr(griffin_lim, setting.name)
+        if setting.name not in spec.griffin_lim_settings and given != setting.default:
+            griffin_lim_flag = "--" + setting.name.replace("_", "-")
             raise UserError(f"{griffin_lim_flag} {given} sets Griffin-Lim, which the {name} vocoder of {flag} does "
-                            f"not use{' for its magnitude' if spec.griffin_lim_flags else ''}: drop "
+                            f"not use{' for its magnitude' if spec.griffin_lim_settings else ''}: drop "
                             f"{griffin_lim_flag}")
-    return spec.load(checkpoint, args, device, flag=flag)
+    return spec.load(settings, device, dtype)
+
+
+def vocoder_settings_of_options(vocoder: str, options: dict, compile: bool = False) -> VocoderSettings:
+    """The Python API's VocoderSettings: vocoder is a local checkpoint path (its family read from the file) or
+    "griffin-lim"; the options that are settings of a vocoder (Griffin-Lim's, the denoiser's, the chosen family's)
+    are taken out of `options` (keyword arguments by their flag's Python name). An option of another vocoder is a
+    TypeError, as an unknown keyword is."""
+    if str(vocoder).replace("-", "").replace("_", "").lower() == GRIFFIN_LIM.lower():
+        name, checkpoint, flag = GRIFFIN_LIM, None, ""
+    else:
+        name, checkpoint = vocoder_family(str(vocoder)), str(vocoder)
+        flag = checkpoint_flag(name)
+    spec = vocoder_spec(name) if name != GRIFFIN_LIM else None
+    family_options = spec.settings if spec is not None else None
+
+    def take(settings_class: type | None):
+        if settings_class is None:
+            return None
+        names = {setting.name for setting in dataclasses.fields(settings_class) if "set_by" not in setting.metadata}
+        return settings_class(**{key: options.pop(key) for key in sorted(names & set(options))})
+
+    settings = VocoderSettings(name=name, checkpoint=checkpoint, checkpoint_flag=flag, options=take(family_options),
+                               denoiser=take(DenoiserSettings), griffin_lim=take(GriffinLimSettings), compile=compile)
+    for other in VOCODERS:
+        other_spec = vocoder_spec(other)
+        for setting in dataclasses.fields(other_spec.settings) if other_spec and other_spec.settings else ():
+            if setting.name in options:
+                raise TypeError(f"{setting.name} is an option of the {other} vocoder, and the vocoder is {name}")
+    return settings
+
+
+def vocoder_option_names() -> list[str]:
+    """Every vocoder setting the Python API takes by name (vocoder_settings_of_options)."""
+    classes = [GriffinLimSettings, DenoiserSettings] + [spec.settings for spec in map(vocoder_spec, VOCODERS)
+                                                        if spec is not None and spec.settings is not None]
+    return sorted(setting.name for settings_class in classes for setting in dataclasses.fields(settings_class)
+                  if "set_by" not in setting.metadata)
 
 
 def vocoder_family(path: str, flag: str | None = None) -> str:

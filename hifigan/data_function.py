@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 
 from common import mel_audio_data
-from common.arguments import check_after_parsing, positive_float
-from common.audio import check_audio_flags
+from common.arguments import check_after_parsing, check_audio_flags, positive_float
 from common.errors import UserError
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from common.arguments import audio_params_of
 from common.audio import AudioParams, MelSpectrogram
 from common.distributed import ModelParts
 from common.errors import UserError
@@ -137,7 +138,7 @@ def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
                         "another one in a new folder: give one of them")
     if args.fine_tune_from:
         checkpoints.load_fine_tune_weights(model, args.fine_tune_from, args.fine_tune_discriminator_from,
-                                           AudioParams.from_args(args), args.hifigan_config)
+                                           audio_params_of(args), args.hifigan_config)
     model.reset_ema()
 
 
@@ -173,7 +174,7 @@ def hifigan_loss(params: AudioParams, device: torch.device) -> HiFiGANLoss:
 
 
 def loss_for(args: argparse.Namespace, device: torch.device) -> HiFiGANLoss:
-    return hifigan_loss(loss_mel_params(AudioParams.from_args(args), args.mel_fmax_loss), device)
+    return hifigan_loss(loss_mel_params(audio_params_of(args), args.mel_fmax_loss), device)
 
 
 def judge(discriminators, real: torch.Tensor, fake: torch.Tensor) -> tuple[list, list]:
@@ -298,7 +299,7 @@ def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
 
 def validation_report(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Namespace) -> dict:
     """The first validation utterance vocoded (live and EMA generator) beside the original, and the mels."""
-    mel_spectrogram = MelSpectrogram(AudioParams.from_args(args)).to(batch.mel.device)
+    mel_spectrogram = MelSpectrogram(audio_params_of(args)).to(batch.mel.device)
     generated = model.generator(batch.mel[:1])[0, 0].float()
     audio = {"generated": generated, "ground_truth": batch.audio[0]}
     images = {"mel_input": plot_to_image(batch.mel[0].float().cpu().numpy(), "mel (input)", "frame", "channel"),

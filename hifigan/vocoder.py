@@ -19,21 +19,22 @@ mel around it, so the audio equals whole-utterance synthesis (to float rounding)
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import torch
 from torch import nn
 
+from common.arguments import flag, not_a_flag
 from common.audio import AudioParams
 from common.checkpoint import (describe_source, load_checkpoint, load_model_state, model_state_from_checkpoint,
                                unfold_weight_norm_where_folded)
 from common.errors import UserError
 from common.exported_weights import is_exported_folder, load_exported_as_checkpoint
-from common.vocoder import VocoderSpec
+from common.vocoder import VocoderSettings, VocoderSpec
 from hifigan.checkpoints import MEL_JIK876, MEL_TACOTRON, generator_for_inference, is_reference_checkpoint
 from hifigan.denoiser import Denoiser
 from hifigan.model import Generator
@@ -44,19 +45,21 @@ from hifigan.recipe import RECIPE
 MEL_CONVENTIONS = (MEL_TACOTRON, MEL_JIK876)
 
 
-def add_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("HiFi-GAN vocoder")
-    group.add_argument("--ema", action="store_true",
-                       help="use the exponential moving average of the generator's weights kept in the checkpoint")
-    group.add_argument("--hifigan-config", default=None, metavar="JSON",
-                       help="jik876's config_v*.json, for his g_XXXXXXXX files (which carry no config)")
-    group.add_argument("--hifigan-mel-convention", choices=MEL_CONVENTIONS, default=None,
-                       help="the mel the HiFi-GAN file was trained on (default: from the file; NVIDIA's base and "
-                            "jik876's files: jik876, NVIDIA's _ft files and ours: tacotron)")
-    group.add_argument("--allow-mel-convention-mismatch", action="store_true",
-                       help="vocode mels of the other convention anyway (with a warning; expect worse audio)")
-    group.add_argument("--chunk-frames", type=int, default=0,
-                       help="stream: generate this many mel frames at a time (same audio; 0: whole utterances)")
+@dataclass
+class HiFiGANSettings:
+    """The HiFi-GAN vocoder's own flags."""
+    ema: bool = flag(False, "use the exponential moving average of the generator's weights kept in the checkpoint")
+    hifigan_config: str | None = flag(None, "jik876's config_v*.json, for his g_XXXXXXXX files (which carry no "
+                                            "config)", metavar="JSON")
+    hifigan_mel_convention: str | None = flag(None, "the mel the HiFi-GAN file was trained on (default: from the "
+                                                    "file; NVIDIA's base and jik876's files: jik876, NVIDIA's _ft "
+                                                    "files and ours: tacotron)", choices=MEL_CONVENTIONS)
+    allow_mel_convention_mismatch: bool = flag(False, "vocode mels of the other convention anyway (with a warning; "
+                                                      "expect worse audio)")
+    chunk_frames: int = flag(0, "stream: generate this many mel frames at a time (same audio; 0: whole utterances)")
+    # The mels it will get: common/audio.py's (Tacotron 2's, or mel files of this project) unless
+    # `-m HiFiGAN --input-mel-convention` says otherwise.
+    input_mel_convention: str | None = not_a_flag("--input-mel-convention (inference.py -m HiFiGAN)", None)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -228,25 +231,24 @@ class HiFiGANVocoder:
             yield piece.squeeze(1).float().clamp(-1.0, 1.0)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag: str = "--hifigan"
-                 ) -> HiFiGANVocoder:
-    """The vocoder for common/vocoder.py. The mels it will get are common/audio.py's (Tacotron 2's, or mel files
-    of this project) unless `-m HiFiGAN --input-mel-convention` says otherwise."""
-    generator, audio_params, convention = load_generator(path, device, ema=args.ema,
-                                                         hifigan_config=args.hifigan_config,
-                                                         mel_convention=args.hifigan_mel_convention, flag=flag)
-    if device.type == "cuda" and (args.amp or args.bf16):  # a whole-model cast is faster than autocast per op
-        generator = generator.to(torch.float16 if args.amp else torch.bfloat16)
+def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype) -> HiFiGANVocoder:
+    """The vocoder for common/vocoder.py."""
+    options: HiFiGANSettings = settings.options
+    path, flag = settings.checkpoint, settings.checkpoint_flag
+    generator, audio_params, convention = load_generator(path, device, ema=options.ema,
+                                                         hifigan_config=options.hifigan_config,
+                                                         mel_convention=options.hifigan_mel_convention, flag=flag)
+    if device.type == "cuda" and dtype != torch.float32:  # a whole-model cast is faster than autocast per op
+        generator = generator.to(dtype)
     generator.use_fast_layout_for(device)
-    if args.compile:  # in place (state-dict names unchanged); each new mel length recompiles, then goes dynamic
+    if settings.compile:  # in place (state-dict names unchanged); each new mel length recompiles, then goes dynamic
         generator.compile()
-    input_convention = getattr(args, "input_mel_convention", None) or MEL_TACOTRON
-    check_mel_convention(convention, input_convention, args.allow_mel_convention_mismatch,
-                         describe_source(path, flag), "the mels given to it")
-    strength = 0.0 if args.denoising_strength is None else args.denoising_strength  # NVIDIA's default: off
-    return HiFiGANVocoder(generator, audio_params, convention, strength, args.denoiser_mode,
-                          args.chunk_frames)
+    check_mel_convention(convention, options.input_mel_convention or MEL_TACOTRON,
+                         options.allow_mel_convention_mismatch, describe_source(path, flag), "the mels given to it")
+    return HiFiGANVocoder(generator, audio_params, convention, settings.denoiser.strength_or(0.0),  # NVIDIA's: off
+                          settings.denoiser.denoiser_mode, options.chunk_frames)
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True,
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, settings=HiFiGANSettings,
+                      settings_title="HiFi-GAN vocoder", has_denoiser=True,
                       recognizes=is_reference_checkpoint)

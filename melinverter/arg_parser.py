@@ -6,9 +6,8 @@ import argparse
 from dataclasses import dataclass
 
 from common import mel_audio_data
-from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
-                              flag, not_a_flag, positive_int)
-from common.audio import check_audio_flags
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
+                              config_from_args, flag, not_a_flag, positive_int)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import argparse
 
 from torch import nn
 
+from common.arguments import audio_params_of
 from common.audio import AudioParams
 from common.errors import UserError
 from common.item_cache import check_kept_in_this_process
@@ -41,7 +42,7 @@ def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
 
 
 def compute_loss(model: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> StepOutput:
-    errors = absolute_errors(model(batch.mel), batch.audio, AudioParams.from_args(args))
+    errors = absolute_errors(model(batch.mel), batch.audio, audio_params_of(args))
     loss = errors.mean()
     sums = {} if model.training else {"abs_error": float(errors.sum()), "elements": errors.numel()}
     return StepOutput(loss=loss, items=batch.audio.numel(), sums=sums)

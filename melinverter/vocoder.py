@@ -6,14 +6,12 @@
 """
 from __future__ import annotations
 
-import argparse
-
 import torch
 
 from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, AudioParams, griffin_lim_phase
-from common.trained_model import load_trained_model
 from common.errors import UserError
-from common.vocoder import VocoderSpec
+from common.trained_model import load_trained_model
+from common.vocoder import VocoderSettings, VocoderSpec
 from melinverter.model import MelInverter
 from melinverter.recipe import RECIPE
 
@@ -33,17 +31,17 @@ class MelInverterVocoder:
         return griffin_lim_phase(magnitude, self.audio_params, self.n_iters, self.momentum)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
-                 flag: str = "--melinverter") -> MelInverterVocoder:
+def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype) -> MelInverterVocoder:
+    path, flag = settings.checkpoint, settings.checkpoint_flag
     model, checkpoint = load_trained_model(RECIPE, path, device, flag=flag)
     if not checkpoint.get("audio_params"):
         raise UserError(f"{flag} {path} carries no audio parameters; it is not a MelInverter checkpoint of this "
                         "project")
-    # `inference.py -m MelInverter` offers no Griffin-Lim flags (they belong to text to wav's vocoder choice).
+    # `inference.py -m MelInverter` offers no Griffin-Lim flags (they belong to text to wav's vocoder choice): there
+    # the settings keep their defaults.
     return MelInverterVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]),
-                              getattr(args, "griffin_lim_iters", GRIFFIN_LIM_ITERS),
-                              getattr(args, "griffin_lim_momentum", GRIFFIN_LIM_MOMENTUM))
+                              settings.griffin_lim.griffin_lim_iters, settings.griffin_lim.griffin_lim_momentum)
 
 
 VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder,
-                      griffin_lim_flags=("--griffin-lim-iters", "--griffin-lim-momentum"))
+                      griffin_lim_settings=("griffin_lim_iters", "griffin_lim_momentum"))

@@ -2,14 +2,15 @@
 (`python inference.py -m WaveNet -i mels/ -o out/ --wavenet W.pt` vocodes mel .pt files: nvwavenet/inference.py)."""
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 
 import torch
 
+from common.arguments import flag
 from common.audio import AudioParams
-from common.trained_model import load_trained_model
 from common.errors import UserError
-from common.vocoder import VocoderSpec
+from common.trained_model import load_trained_model
+from common.vocoder import VocoderSettings, VocoderSpec
 from nvwavenet.incremental import generate
 from nvwavenet.model import mu_law_decode
 from nvwavenet.recipe import RECIPE
@@ -17,10 +18,11 @@ from nvwavenet.recipe import RECIPE
 IMPLEMENTATIONS = ["auto", "cpu", "single", "dual", "persistent"]
 
 
-def add_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("WaveNet vocoder")
-    group.add_argument("--wavenet-impl", default="auto", choices=IMPLEMENTATIONS,
-                       help="auto: the fastest CUDA kernel that fits on a GPU, else the CPU path")
+@dataclass
+class WaveNetSettings:
+    """The WaveNet vocoder's own flags."""
+    wavenet_impl: str = flag("auto", "auto: the fastest CUDA kernel that fits on a GPU, else the CPU path",
+                             choices=IMPLEMENTATIONS)
 
 
 class WaveNetVocoder:
@@ -44,18 +46,19 @@ class WaveNetVocoder:
         return mu_law_decode(classes, self.model.out_channels)
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device, flag: str = "--wavenet") -> WaveNetVocoder:
+def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype) -> WaveNetVocoder:
+    path, flag = settings.checkpoint, settings.checkpoint_flag
     model, checkpoint = load_trained_model(RECIPE, path, device, flag=flag)
     if not checkpoint.get("audio_params"):
         raise UserError(f"{flag} {path} carries no audio parameters; it is not a WaveNet checkpoint of this project")
-    implementation = args.wavenet_impl
+    implementation = settings.options.wavenet_impl
     if device.type != "cuda":
         if implementation not in ("auto", "cpu"):
-            raise SystemExit(f"error: --wavenet-impl {implementation} needs a CUDA GPU; use --wavenet-impl cpu")
+            raise UserError(f"--wavenet-impl {implementation} needs a CUDA GPU; use --wavenet-impl cpu")
         implementation = "cpu"
-    precision = "fp16" if args.amp or args.bf16 else "fp32"  # the kernels keep fp16 weights with fp32 arithmetic
+    precision = "fp32" if dtype == torch.float32 else "fp16"  # the kernels keep fp16 weights, fp32 arithmetic
     return WaveNetVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]), implementation, precision,
-                          args.seed)
+                          settings.seed)
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args)
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, settings=WaveNetSettings, settings_title="WaveNet vocoder")

@@ -80,7 +80,7 @@ def main() -> None:
         argv += ["--cpu"] if options.cpu else []
         argv += {"eager": [], "fast": ["--fast-decoder"], "cuda-graphs": ["--cuda-graphs"]}[options.decoder]
         argv += {"fp32": [], "bf16": ["--bf16"], "fp16": ["--amp"]}[options.precision]
-        synthesizer = Synthesizer(inference.build_parser().parse_args(argv))
+        synthesizer = Synthesizer.from_args(inference.build_parser().parse_args(argv))
     phrases = [text for _, text in read_phrases(f"phrases/phrase_{options.input_length}.txt")]
     texts = (phrases * options.batch_size)[: options.batch_size]
 

@@ -247,7 +247,7 @@ def text_to_wav(sizes: Sizes, precision: str, paths: list[str], decoder_steps: i
                 "-s", "0.6", "-d", "0.01", "--max-decoder-steps", str(decoder_steps), "--no-torchscript", "--cpu"]
         argv += {"eager": [], "fast": ["--fast-decoder"], "compiled": ["--compile"]}[path]
         argv += ["--bf16"] if synthesis_precision == "bf16" else []
-        return Synthesizer(inference.build_parser().parse_args(argv))
+        return Synthesizer.from_args(inference.build_parser().parse_args(argv))
 
     def run_with(path: str) -> Callable[[], dict]:
         synthesizer = synthesizer_for(path)

@@ -13,34 +13,58 @@ and `synthesize(texts, seed=S)` gives the audio that command writes with --seed 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from common.api import api_device, api_dtype, local_checkpoint
+from common.arguments import config_from_args, flag, non_negative_int, not_a_flag, positive_int
 from common.audio import LOG_CLAMP_MIN, AudioParams
 from common.checkpoint import load_checkpoint
-from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
-from common.inference_command import build_inference_parser  # its defaults are from_checkpoints's defaults
 from common.layers import lengths_to_mask
-from common.quantization import check_quantize, quantize_int8
+from common.quantization import QUANTIZE_CHOICES, check_quantize, quantize_help, quantize_int8
 from common.text import TextProcessor
-from common.vocoder import GRIFFIN_LIM, checkpoint_flag, load_vocoder, vocoder_family
+from common.trained_model import load_trained_model
+from common.vocoder import (GRIFFIN_LIM, VocoderSettings, load_vocoder, vocoder_option_names,
+                            vocoder_settings_from_args, vocoder_settings_of_options)
 from tacotron2.alignment import alignment_health
 from tacotron2.cuda_graphs import use_cuda_graphs
 from tacotron2.model import max_steps_warnings_silenced
 from tacotron2.recipe import RECIPE
 
-# Every flag of `inference.py -m Tacotron2` is an option of from_checkpoints, by its Python name, except these: set by
-# its own arguments or by synthesize's (seed), or about the command's files and timing rather than synthesis.
-_NOT_OPTIONS = {"model_name", "input", "output", "tacotron2", "vocoder", "vocoder_checkpoint", "cpu", "amp", "bf16",
-                "batch_size", "seed", "suffix", "log_file", "include_warmup", "benchmark_repeats", "quiet",
-                "save_alignments", "save_mels"}
+
+@dataclass
+class SynthesisSettings:
+    """How Tacotron 2 synthesizes: the options of Synthesizer.from_checkpoints, by name, and the flags of
+    `inference.py -m Tacotron2` (made from these fields: tacotron2/inference.py)."""
+    torchscript: bool | None = flag(None, "run Tacotron 2 through TorchScript (default: on with --cpu)",
+                                    action=argparse.BooleanOptionalAction)
+    fast_decoder: bool = flag(False, "the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
+                                     "fast_inference_step); --compile implies it",
+                              action=argparse.BooleanOptionalAction)
+    cuda_graphs: bool = flag(False, "replay the decoder's steps from CUDA graphs, 16 steps a launch "
+                                    "(tacotron2/cuda_graphs.py; a GPU only; implies --fast-decoder)",
+                             action=argparse.BooleanOptionalAction)
+    quantize: str = flag("none", quantize_help("Tacotron 2's LSTMs and linear layers, and with --fast-decoder its "
+                                               "merged products (not with --compile or --torchscript)"),
+                         choices=QUANTIZE_CHOICES)
+    batch_size: int = flag(8, "utterances synthesized together", aliases=["-bs"])
+    max_decoder_steps: int | None = flag(None, "default: the checkpoint's", type=positive_int)
+    gate_threshold: float | None = flag(None, "default: the checkpoint's")
+    max_frames_after_text_end: int | None = flag(
+        None, "stop an utterance this many mel frames after its attention reached the text's last symbol, if its "
+              "gate has not stopped it (0: the gate alone, NVIDIA's rule; default: the checkpoint's, 40 unless it "
+              "was trained with another)", type=non_negative_int, metavar="FRAMES")
+    compile: bool = not_a_flag("--compile (every inference part)", False)  # torch.compile the decoder step
+
+
 # What --quantize int8 makes int8: the encoder's and decoder's LSTMs, the prenet, attention and projections' linear
 # layers. The convolutions (encoder, location, postnet) stay float32.
 TACOTRON2_INT8_LAYERS = {torch.nn.LSTM, torch.nn.LSTMCell, torch.nn.Linear}
@@ -54,11 +78,12 @@ def quantize_tacotron2(model: torch.nn.Module, fast_decoder: bool) -> None:
     quantize_int8(model.eval(), TACOTRON2_INT8_LAYERS)
 
 
-def check_cuda_graphs(args: argparse.Namespace, device: torch.device, quantized: bool) -> None:
+def check_cuda_graphs(settings: SynthesisSettings, device: torch.device, quantized: bool) -> None:
     """--cuda-graphs records the eager fast decoder's steps on a GPU: nothing else."""
-    for flag, given in (("--compile", args.compile), ("--torchscript", args.torchscript), ("--quantize", quantized)):
+    for flag_name, given in (("--compile", settings.compile), ("--torchscript", settings.torchscript),
+                             ("--quantize", quantized)):
         if given:
-            raise UserError(f"--cuda-graphs records the eager fast decoder; it cannot be combined with {flag}: "
+            raise UserError(f"--cuda-graphs records the eager fast decoder; it cannot be combined with {flag_name}: "
                             "drop one of them")
     if device.type != "cuda":
         raise UserError("--cuda-graphs needs a CUDA GPU: drop --cuda-graphs (or --cpu)")
@@ -110,54 +135,61 @@ class TextInput:
 
 
 class Synthesizer:
-    """Tacotron 2 + vocoder on one device, in one precision, with per-stage timing. Built from the flags of
-    `inference.py -m Tacotron2` (args), or by from_checkpoints."""
+    """Tacotron 2 + vocoder on one device, in one precision, with per-stage timing: from a Tacotron 2 checkpoint, the
+    VocoderSettings and the SynthesisSettings. from_checkpoints is the Python API's way in; from_args builds one from
+    the flags of `inference.py -m Tacotron2`."""
 
-    def __init__(self, args: argparse.Namespace, device: torch.device | None = None):
-        self.args = args
-        self.device = device or inference_device(args)
-        self.batch_size = args.batch_size
+    def __init__(self, tacotron2: str, vocoder: VocoderSettings, settings: SynthesisSettings | None = None,
+                 device: torch.device = torch.device("cpu"), dtype: torch.dtype = torch.float32):
+        settings = settings or SynthesisSettings()
+        self.settings, self.device, self.dtype = settings, device, dtype
+        self.batch_size = settings.batch_size
         # NVIDIA's published checkpoint carries no config: it is the default architecture.
-        self.tacotron2, checkpoint = load_trained_model(RECIPE, args.tacotron2, self.device, published_config={},
+        self.tacotron2, checkpoint = load_trained_model(RECIPE, tacotron2, self.device, published_config={},
                                                         flag="--tacotron2")
         self.text = text_processor_of(checkpoint)
         if self.text.n_symbols != self.tacotron2.embedding.num_embeddings:
-            raise UserError(f"--tacotron2 {args.tacotron2}: its symbol table has {self.text.n_symbols} symbols but "
+            raise UserError(f"--tacotron2 {tacotron2}: its symbol table has {self.text.n_symbols} symbols but "
                             f"its embedding {self.tacotron2.embedding.num_embeddings} rows; the file was altered or "
                             "mixes two checkpoints")
         self.audio_params = (AudioParams.from_dict(checkpoint["audio_params"]) if checkpoint.get("audio_params")
                              else AudioParams())
-        self.dtype = inference_dtype(args)
-        self.vocoder = load_vocoder(args, self.device, self.audio_params)
+        self.vocoder = load_vocoder(vocoder, self.device, self.dtype, self.audio_params)
         self.vocoder.audio_params.check_matches(self.audio_params, f"the vocoder ({self.vocoder.name})",
-                                                f"the Tacotron 2 checkpoint {args.tacotron2}")
-        quantized = check_quantize(args.quantize, self.device, self.dtype)
-        if args.cuda_graphs:
-            check_cuda_graphs(args, self.device, quantized)
-        fast = args.fast_decoder or args.compile or args.cuda_graphs
-        if fast and args.torchscript:
+                                                f"the Tacotron 2 checkpoint {tacotron2}")
+        quantized = check_quantize(settings.quantize, self.device, self.dtype)
+        if settings.cuda_graphs:
+            check_cuda_graphs(settings, self.device, quantized)
+        fast = settings.fast_decoder or settings.compile or settings.cuda_graphs
+        if fast and settings.torchscript:
             raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
-                            f"{'--compile' if args.compile else '--fast-decoder'}: drop one of them")
-        if quantized and (args.compile or args.torchscript):
+                            f"{'--compile' if settings.compile else '--fast-decoder'}: drop one of them")
+        if quantized and (settings.compile or settings.torchscript):
             raise UserError("--quantize int8 runs eagerly; it cannot be combined with "
-                            f"{'--torchscript' if args.torchscript else '--compile'}: drop one of them")
-        if args.compile:
+                            f"{'--torchscript' if settings.torchscript else '--compile'}: drop one of them")
+        if settings.compile:
             self.tacotron2.decoder.compile_step()
         else:
-            self.tacotron2.decoder.fast = args.fast_decoder
-        if args.cuda_graphs:
+            self.tacotron2.decoder.fast = settings.fast_decoder
+        if settings.cuda_graphs:
             use_cuda_graphs(self.tacotron2.decoder)
         if quantized:
-            if not args.fast_decoder:
+            if not settings.fast_decoder:
                 # Measured on the demo's model (tacotron2/RESULTS.md, "int8 Tacotron 2"): per-tensor int8 LSTMs cost
                 # 9-12 CER points; the fast step's per-row int8 products stay within a change of seed.
                 print("warning: --quantize int8 without --fast-decoder makes the LSTMs int8 with one scale per "
                       "tensor, which degrades the speech (tacotron2/RESULTS.md); add --fast-decoder", file=sys.stderr)
-            quantize_tacotron2(self.tacotron2, fast_decoder=args.fast_decoder)
-        use_torchscript = (args.torchscript if args.torchscript is not None
+            quantize_tacotron2(self.tacotron2, fast_decoder=settings.fast_decoder)
+        use_torchscript = (settings.torchscript if settings.torchscript is not None
                            else self.device.type == "cpu" and not fast and not quantized)
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
         self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Synthesizer":
+        """The synthesizer of `inference.py -m Tacotron2`'s parsed flags."""
+        return cls(args.tacotron2, vocoder_settings_from_args(args), config_from_args(SynthesisSettings, args),
+                   inference_device(args), inference_dtype(args))
 
     @classmethod
     def from_checkpoints(cls, tacotron2: str | Path, vocoder: str | Path = "griffin-lim",
@@ -166,28 +198,26 @@ class Synthesizer:
         """tacotron2: a Tacotron 2 checkpoint (ours or NVIDIA's). vocoder: a WaveGlow, HiFi-GAN or WaveNet checkpoint
         (its family read from the file), or "griffin-lim". Either may be a URL whose file name carries its sha256
         prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16. batch_size: utterances
-        synthesized together. options: any other flag of `inference.py -m Tacotron2` by its Python name, e.g.
-        sigma_infer=0.6, denoising_strength=0.01 (the default of synthesize's denoise), max_decoder_steps=1000 (default:
-        the checkpoint's), torchscript=False, wn_channels=256, hifigan_config="config_v1.json", griffin_lim_iters=60
-        (default 32), quantize="int8" (CPU only: common/quantization.py)."""
+        synthesized together. options: a SynthesisSettings field or a setting of the vocoder (its flag's Python
+        name), e.g. max_decoder_steps=1000 (default: the checkpoint's), torchscript=False, fast_decoder=True,
+        quantize="int8" (CPU only: common/quantization.py), compile=True; sigma_infer=0.6, wn_channels=256
+        (WaveGlow), hifigan_config="config_v1.json", ema=True (HiFi-GAN), denoising_strength=0.01 (the default of
+        synthesize's denoise), griffin_lim_iters=60 (default 32)."""
         device, dtype = api_device(device), api_dtype(precision)
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
-        # The command line this synthesizer is (-i and -o are read by the command only).
-        args = build_inference_parser(RECIPE.name).parse_args(
-            ["-i", "", "-o", "", "--tacotron2", local_checkpoint(tacotron2, check_hash)])
-        settable = set(vars(args)) - _NOT_OPTIONS
-        unknown = sorted(set(options) - settable)
+        synthesis_names = {setting.name for setting in dataclasses.fields(SynthesisSettings)} - {"batch_size"}
+        unknown = sorted(set(options) - synthesis_names - set(vocoder_option_names()))
         if unknown:
-            raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are {', '.join(sorted(settable))}")
-        vars(args).update(options, cpu=device.type == "cpu", amp=dtype == torch.float16,
-                          bf16=dtype == torch.bfloat16, batch_size=batch_size)
-        if str(vocoder).replace("-", "").replace("_", "").lower() == GRIFFIN_LIM.lower():
-            args.vocoder = GRIFFIN_LIM
-        else:
-            path = local_checkpoint(vocoder, check_hash)
-            setattr(args, checkpoint_flag(vocoder_family(path))[2:], path)
-        return cls(args, device)
+            raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are "
+                            f"{', '.join(sorted(synthesis_names | set(vocoder_option_names())))}")
+        if str(vocoder).replace("-", "").replace("_", "").lower() != GRIFFIN_LIM.lower():
+            vocoder = local_checkpoint(vocoder, check_hash)
+        vocoder_options = {key: value for key, value in options.items() if key not in synthesis_names}
+        vocoder_settings = vocoder_settings_of_options(vocoder, vocoder_options, compile=options.get("compile", False))
+        settings = SynthesisSettings(batch_size=batch_size,
+                                     **{key: value for key, value in options.items() if key in synthesis_names})
+        return cls(local_checkpoint(tacotron2, check_hash), vocoder_settings, settings, device, dtype)
 
     @property
     def sampling_rate(self) -> int:
@@ -235,8 +265,8 @@ class Synthesizer:
         generator = torch.Generator(device=self.device).manual_seed(seed)
         with Stopwatch(self.device) as tacotron2_time:
             with autocast(self.device, self.dtype), max_steps_warnings_silenced():  # warned below, naming the line
-                result = self.infer(text, text_lengths, self.args.max_decoder_steps, self.args.gate_threshold,
-                                    generator, max_frames_after_text_end=self.args.max_frames_after_text_end)
+                result = self.infer(text, text_lengths, self.settings.max_decoder_steps, self.settings.gate_threshold,
+                                    generator, max_frames_after_text_end=self.settings.max_frames_after_text_end)
             mel, mel_lengths, alignments, hit_max_steps = result
         timings["tacotron2"] = tacotron2_time.seconds
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
-                              flag, non_negative_float, non_negative_int, odd_positive_int, positive_float,
-                              positive_int, probability)
-from common.audio import check_audio_flags
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
+                              config_from_args, flag, non_negative_float, non_negative_int, odd_positive_int,
+                              positive_float, positive_int, probability)
 from tacotron2.model import MAX_FRAMES_AFTER_TEXT_END
 
 

@@ -21,18 +21,17 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import (add_compatibility_flags, add_reference_names, compatibility_group, non_negative_int,
-                              positive_int, read_reference_spellings)
+from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, compatibility_group,
+                              read_reference_spellings)
 from common.audio import AudioParams, save_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.inference_args import RefusedFlag, benchmark, check_inference_args, open_run_logger, warm_up
 from common.inference_part import InferencePart
 from common.logger import plot_to_image
-from common.quantization import add_quantize_arg
 from common.vocoder import add_vocoder_args
 from tacotron2 import export
-from tacotron2.api import Synthesizer
+from tacotron2.api import SynthesisSettings, Synthesizer
 from tacotron2.recipe import RECIPE
 
 
@@ -42,23 +41,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                        help="text file, one utterance per line, or a .tsv with a header line naming a `text` column "
                             "(NVIDIA's FastPitch/HiFi-GAN filelists)")
     group.add_argument("--tacotron2", required=True, help="Tacotron 2 checkpoint (ours or NVIDIA's published one)")
-    group.add_argument("--torchscript", action=argparse.BooleanOptionalAction, default=None,
-                       help="run Tacotron 2 through TorchScript (default: on with --cpu)")
-    group.add_argument("--fast-decoder", action=argparse.BooleanOptionalAction, default=False,
-                       help="the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
-                            "fast_inference_step); --compile implies it")
-    group.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=False,
-                       help="replay the decoder's steps from CUDA graphs, 16 steps a launch (tacotron2/cuda_graphs.py;"
-                            " a GPU only; implies --fast-decoder)")
-    add_quantize_arg(group, "Tacotron 2's LSTMs and linear layers, and with --fast-decoder its merged products "
-                            "(not with --compile or --torchscript)")
-    group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances synthesized together")
-    group.add_argument("--max-decoder-steps", type=positive_int, default=None, help="default: the checkpoint's")
-    group.add_argument("--gate-threshold", type=float, default=None, help="default: the checkpoint's")
-    group.add_argument("--max-frames-after-text-end", type=non_negative_int, default=None, metavar="FRAMES",
-                       help="stop an utterance this many mel frames after its attention reached the text's last "
-                            "symbol, if its gate has not stopped it (0: the gate alone, NVIDIA's rule; default: the "
-                            "checkpoint's, 40 unless it was trained with another)")
+    add_dataclass_args(group, SynthesisSettings)
     group.add_argument("--save-alignments", action="store_true", help="write an alignment PNG per utterance")
     group.add_argument("--save-mels", action="store_true",
                        help="write each utterance's mel as mel_<line number><suffix>.pt (for inference.py -m WaveGlow)")
@@ -167,7 +150,7 @@ def run(args: argparse.Namespace) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     phrases = read_phrases(args.input)
-    synthesizer = Synthesizer(args)
+    synthesizer = Synthesizer.from_args(args)
     output = Path(args.output)
     logger = open_run_logger(args)
     logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":

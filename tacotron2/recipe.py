@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from common.arguments import audio_params_of
 from common.audio import AudioParams, griffin_lim
 from common.filelist import read_filelist
 from common.item_cache import check_kept_in_this_process
@@ -18,10 +19,10 @@ from common.text import (TextProcessor, add_text_args, read_symbols_file, reads_
                          text_language)
 from common.text.symbols import SYMBOLS
 from tacotron2 import arg_parser
+from tacotron2.alignment import alignment_health
 from tacotron2.arg_parser import loss_config
 from tacotron2.data_function import TextMelCollate, TextMelDataset, add_data_args, batch_to_device
 from tacotron2.loss_function import Tacotron2Loss
-from tacotron2.alignment import alignment_health
 from tacotron2.model import build_model, max_steps_warnings_silenced
 
 
@@ -134,7 +135,7 @@ def validation_report(model, batch: dict, args: argparse.Namespace) -> dict:
               "mel_target": plot_to_image(batch["mel"][0, :, : int(batch["mel_lengths"][0])].float().cpu().numpy(),
                                           "mel (target)", "frame", "channel")}
     first_frames = int(result.mel_lengths[0])
-    audio = griffin_lim(result.mel[:1, :, :first_frames].float().cpu(), AudioParams.from_args(args), n_iters=16)[0]
+    audio = griffin_lim(result.mel[:1, :, :first_frames].float().cpu(), audio_params_of(args), n_iters=16)[0]
     scalars = {f"alignment_{name}": value for name, value in health.items()}
     scalars["val_stopped_by_gate"] = 1.0 - result.hit_max_decoder_steps.float().mean().item()
     return {"scalars": scalars, "images": images, "audio": {"synthesis_griffin_lim": audio}}

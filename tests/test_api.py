@@ -47,6 +47,29 @@ def test_synthesize_gives_the_audio_inference_py_writes_with_the_same_seed(tacot
     np.testing.assert_array_equal(synthesizer.synthesize(TEXTS[2], seed=12)[0], audio[2])
 
 
+def test_the_synthesizer_is_built_from_typed_settings_without_a_command_line_parser(tacotron2_checkpoint,
+                                                                                   monkeypatch):
+    """Synthesizer(checkpoint, VocoderSettings, SynthesisSettings) is what from_checkpoints builds, and neither parses
+    a command line; an option of a vocoder other than the chosen one is refused by name."""
+    from common.vocoder import GriffinLimSettings, VocoderSettings
+    from tacotron2.api import SynthesisSettings
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("the Python API parsed a command line")
+
+    monkeypatch.setattr("argparse.ArgumentParser.parse_args", no_parsing)
+    typed = Synthesizer(str(tacotron2_checkpoint), VocoderSettings(griffin_lim=GriffinLimSettings(griffin_lim_iters=2)),
+                        SynthesisSettings(batch_size=2, max_decoder_steps=20))
+    by_name = Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, vocoder="griffin-lim", device="cpu",
+                                           batch_size=2, max_decoder_steps=20, griffin_lim_iters=2)
+    for ours, theirs in zip(typed.synthesize(TEXTS, seed=4), by_name.synthesize(TEXTS, seed=4)):
+        np.testing.assert_array_equal(ours, theirs)
+    assert by_name.settings == typed.settings and by_name.vocoder.n_iters == 2
+    with pytest.raises(TypeError, match="wn_channels is an option of the WaveGlow vocoder, and the vocoder is "
+                                        "GriffinLim"):
+        Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, device="cpu", wn_channels=256)
+
+
 @pytest.mark.slow
 def test_the_vocoder_family_is_read_from_the_file(tacotron2_checkpoint, nvidia_checkpoint, tmp_path):
     """NVIDIA's WaveGlow file and our HiFi-GAN checkpoint, each given as vocoder=PATH, give inference.py's audio

@@ -52,7 +52,7 @@ def test_batched_output_equals_one_by_one(tacotron2_checkpoint, phrases, tmp_pat
          "--batch-size", "3", "--seed", "5"])
     arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2", str(tacotron2_checkpoint),
                                                      "--cpu"])
-    synthesizer = Synthesizer(arguments)
+    synthesizer = Synthesizer.from_args(arguments)
     texts = ["Hello world.", "A much longer sentence comes second, with a number: 42.", "Short."]
     together = synthesizer.synthesize_batch(texts, ["a", "b", "c"], seed=5)
     for index, text in enumerate(texts):
@@ -77,7 +77,7 @@ def test_torchscript_path_equals_eager(tacotron2_checkpoint):
     for flag in ("--torchscript", "--no-torchscript"):
         arguments = inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                          str(tacotron2_checkpoint), "--cpu", flag])
-        results[flag] = Synthesizer(arguments).synthesize_batch(["Testing one two."], ["t"], seed=3)
+        results[flag] = Synthesizer.from_args(arguments).synthesize_batch(["Testing one two."], ["t"], seed=3)
     torch.testing.assert_close(results["--torchscript"]["mel"], results["--no-torchscript"]["mel"])
 
 
@@ -279,7 +279,8 @@ def test_griffin_lim_flags_reach_the_vocoder():
     flags = ["-i", "in.txt", "-o", "out", "--tacotron2", "T.pt"]
     args = inference.build_parser().parse_args([*flags, "--griffin-lim-iters", "3", "--griffin-lim-power", "1.5",
                                                 "--griffin-lim-momentum", "0"])
-    vocoder = common.vocoder.load_vocoder(args, torch.device("cpu"), AudioParams())
+    vocoder = common.vocoder.load_vocoder(common.vocoder.vocoder_settings_from_args(args), torch.device("cpu"),
+                                          torch.float32, AudioParams())
     mel = torch.randn(1, 80, 12) - 5.0
     torch.testing.assert_close(vocoder(mel), griffin_lim(mel, AudioParams(), n_iters=3, power=1.5, momentum=0.0))
     assert not torch.allclose(vocoder(mel), griffin_lim(mel, AudioParams(), n_iters=3))  # the defaults differ
@@ -309,7 +310,7 @@ def test_every_family_declares_its_parts_under_its_registered_name():
 def test_a_vocoder_left_out_of_the_installation_is_offered_and_refused_only_when_chosen(monkeypatch, tmp_path):
     """A slim image without a vocoder's folder still runs everything else; choosing that vocoder is one error line."""
     from common import registry
-    from common.vocoder import load_vocoder, vocoder_spec
+    from common.vocoder import load_vocoder, vocoder_settings_from_args, vocoder_spec
 
     monkeypatch.setitem(registry.VOCODERS, "HiFiGAN", "hifigan_left_out.vocoder")
     assert vocoder_spec("HiFiGAN") is None
@@ -318,7 +319,7 @@ def test_a_vocoder_left_out_of_the_installation_is_offered_and_refused_only_when
     args = inference.build_parser().parse_args([*flags, "--hifigan", "H.pt"])
     assert not hasattr(args, "ema")  # its own flags are not
     with pytest.raises(UserError, match="^--hifigan: the HiFiGAN vocoder is not available in this installation$"):
-        load_vocoder(args, torch.device("cpu"), AudioParams())
+        load_vocoder(vocoder_settings_from_args(args), torch.device("cpu"), torch.float32, AudioParams())
 
     (tmp_path / "broken_family").mkdir()  # there, but needing a package that is not installed: a real error
     (tmp_path / "broken_family" / "__init__.py").write_text("")

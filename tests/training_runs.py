@@ -41,7 +41,7 @@ def train_losses(log_file: Path, depth: int) -> list[float]:
 def untrained_checkpoint(argv: list[str], path: Path) -> Path:
     """A checkpoint of the model that train.py's `argv` would train, as it starts (what inference and fine-tuning read:
     the model config, weights, audio parameters and text front-end), written without training."""
-    from common.audio import AudioParams
+    from common.arguments import audio_params_of
     from common.checkpoint import save_checkpoint
     from common.registry import get_recipe
 
@@ -51,7 +51,7 @@ def untrained_checkpoint(argv: list[str], path: Path) -> Path:
     text = recipe.text_processor(args) if recipe.text_processor is not None else None
     save_checkpoint({"model_name": recipe.name, "model_config": config,
                      "state_dict": recipe.build_model(config).state_dict(),
-                     "audio_params": AudioParams.from_args(args).to_dict(),
+                     "audio_params": audio_params_of(args).to_dict(),
                      "text": text.to_dict() if text is not None else None}, path)
     return path
 

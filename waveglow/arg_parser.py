@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, config_dict, config_from_args,
-                              flag)
-from common.audio import check_audio_flags
+from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
+                              config_from_args, flag)
 
 
 @dataclass

@@ -6,30 +6,30 @@ after weight norm was removed (NVIDIA's inference model, saved) load as they are
 `python inference.py -m WaveGlow -i mels/ -o out/ --waveglow W.pt` vocodes mel .pt files (waveglow/inference.py)."""
 from __future__ import annotations
 
-import argparse
 import re
+from dataclasses import dataclass
 
 import torch
 
+from common.arguments import flag
 from common.audio import AudioParams
-from common.trained_model import load_trained_model
 from common.errors import UserError
 from common.layers import remove_weight_norm
-from common.vocoder import VocoderSpec
+from common.trained_model import load_trained_model
+from common.vocoder import VocoderSettings, VocoderSpec
 from waveglow.denoiser import Denoiser
 from waveglow.model import WaveGlow
 from waveglow.recipe import RECIPE
 
-
 DEFAULT_DENOISING_STRENGTH = 0.01  # NVIDIA's inference scripts for WaveGlow
 
 
-def add_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("WaveGlow vocoder")
-    group.add_argument("-s", "--sigma-infer", type=float, default=0.9, help="standard deviation of the noise z")
-    group.add_argument("--wn-channels", type=int, default=None,
-                       help="for a checkpoint without a model config (default 512; waveglow256: 256); with a config, "
-                            "a check")
+@dataclass
+class WaveGlowSettings:
+    """The WaveGlow vocoder's own flags."""
+    sigma_infer: float = flag(0.9, "standard deviation of the noise z", aliases=["-s"])
+    wn_channels: int | None = flag(None, "for a checkpoint without a model config (default 512; waveglow256: 256); "
+                                         "with a config, a check")
 
 
 class WaveGlowVocoder:
@@ -78,16 +78,16 @@ def load_waveglow(path: str, device: torch.device, wn_channels: int | None = Non
     return model, audio_params
 
 
-def load_vocoder(path: str, args: argparse.Namespace, device: torch.device,
-                 flag: str = "--waveglow") -> WaveGlowVocoder:
-    model, audio_params = load_waveglow(path, device, args.wn_channels, flag)
-    if args.compile:
+def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype) -> WaveGlowVocoder:
+    options: WaveGlowSettings = settings.options
+    model, audio_params = load_waveglow(settings.checkpoint, device, options.wn_channels, settings.checkpoint_flag)
+    if settings.compile:
         model.compile_coupling()
-    if device.type == "cuda" and (args.amp or args.bf16):  # whole-model casts are faster than autocast per op
-        model = model.to(torch.float16 if args.amp else torch.bfloat16)
-    strength = DEFAULT_DENOISING_STRENGTH if args.denoising_strength is None else args.denoising_strength
-    return WaveGlowVocoder(model, audio_params, args.sigma_infer, strength, args.denoiser_mode,
-                           args.seed)
+    if device.type == "cuda" and dtype != torch.float32:  # whole-model casts are faster than autocast per op
+        model = model.to(dtype)
+    return WaveGlowVocoder(model, audio_params, options.sigma_infer,
+                           settings.denoiser.strength_or(DEFAULT_DENOISING_STRENGTH), settings.denoiser.denoiser_mode,
+                           settings.seed)
 
 
 def is_nvidia_waveglow_file(checkpoint: dict) -> bool:
@@ -96,5 +96,6 @@ def is_nvidia_waveglow_file(checkpoint: dict) -> bool:
     return isinstance(weights, dict) and any(re.match(r"^(module\.(1\.)?)?WN\.0\.", key) for key in weights)
 
 
-VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, add_args=add_args, has_denoiser=True,
+VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder, settings=WaveGlowSettings,
+                      settings_title="WaveGlow vocoder", has_denoiser=True,
                       recognizes=is_nvidia_waveglow_file)

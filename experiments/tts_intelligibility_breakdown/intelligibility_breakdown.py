@@ -92,13 +92,15 @@ def load_synthesizer(tacotron2: str, hifigan: str | None):
     from tacotron2.inference import Synthesizer
 
     flags = ["-i", "-", "-o", "-", "--tacotron2", tacotron2, "--cpu"] + (["--hifigan", hifigan] if hifigan else [])
-    return Synthesizer(inference.build_parser().parse_args(flags))
+    return Synthesizer.from_args(inference.build_parser().parse_args(flags))
 
 
 def load_melinverter(path: str):
+    from common.vocoder import VocoderSettings
     from melinverter.vocoder import load_vocoder
 
-    return load_vocoder(path, argparse.Namespace(), torch.device("cpu"))
+    return load_vocoder(VocoderSettings(name="MelInverter", checkpoint=path, checkpoint_flag="--melinverter"),
+                        torch.device("cpu"), torch.float32)
 
 
 def free_running_mels(synthesizer, entries, seed: int) -> list[torch.Tensor]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import add_audio_args
+from common.arguments import add_audio_args, audio_params_of
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.filelist import read_filelist
 
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         written = compute_mels(args.dataset_dir, args.audio_filelists, args.mel_filelists,
-                               AudioParams.from_args(args), args.overwrite, progress=True)
+                               audio_params_of(args), args.overwrite, progress=True)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"error: {error}")
     for path in written:

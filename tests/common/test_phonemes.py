@@ -197,7 +197,7 @@ def test_a_phoneme_model_trains_and_synthesizes_text_phonemized_the_same_way(ger
     inference.main(["-i", str(phrases), "-o", str(tmp_path / "out"), "--tacotron2", str(checkpoint_path),
                     "--quiet", "--cpu", "--griffin-lim-iters", "2"])
     assert sorted(path.name for path in (tmp_path / "out").glob("*.wav")) == ["audio_1.wav", "audio_2.wav"]
-    synthesizer = Synthesizer(inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
+    synthesizer = Synthesizer.from_args(inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                                    str(checkpoint_path), "--cpu"]))
     symbols = checkpoint["text"]["symbols"]
     assert synthesizer.text.language == "de"

@@ -61,7 +61,7 @@ def synthesizer_args(tmp_path, checkpoint, *extra: str):
 
 @pytest.mark.parametrize("decoder", [[], ["--fast-decoder"]])
 def test_inference_quantize_int8_synthesizes_a_mel_close_to_fp32s(tmp_path, tacotron2_checkpoint, decoder, capsys):
-    mels = [Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, *flags)).synthesize_batch(
+    mels = [Synthesizer.from_args(synthesizer_args(tmp_path, tacotron2_checkpoint, *flags)).synthesize_batch(
                 ["Hello."], ["line 1"], seed=0, warn_max_steps=False)["mel"]
             for flags in (["--no-torchscript"], ["--quantize", "int8", *decoder])]  # int8 runs without TorchScript
     assert_close_to_fp32(mels[1], mels[0])
@@ -73,7 +73,7 @@ def test_inference_quantize_int8_synthesizes_a_mel_close_to_fp32s(tmp_path, taco
 @pytest.mark.parametrize("flag", ["--compile", "--torchscript"])
 def test_inference_quantize_int8_is_refused_with_compile_and_torchscript(tmp_path, tacotron2_checkpoint, flag):
     with pytest.raises(UserError, match=f"--quantize int8 runs eagerly; it cannot be combined with {flag}"):
-        Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", flag))
+        Synthesizer.from_args(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", flag))
 
 
 def test_an_int8_packed_product_is_close_to_the_float_one():
@@ -96,7 +96,7 @@ def test_quantize_is_refused_on_a_gpu_in_one_line():
 def test_quantize_is_refused_with_bf16_and_fp16(tmp_path, tacotron2_checkpoint):
     with pytest.raises(UserError, match="--quantize int8 computes between float32 activations; it cannot be "
                                         "combined with --bf16: drop one of them"):
-        Synthesizer(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", "--bf16"))
+        Synthesizer.from_args(synthesizer_args(tmp_path, tacotron2_checkpoint, "--quantize", "int8", "--bf16"))
     save_random_ctc_checkpoint(tmp_path / "ctc.pt", "tiny", None)
     with pytest.raises(UserError, match="cannot be combined with --amp"):
         Recognizer.from_checkpoint(tmp_path / "ctc.pt", "cpu", "fp16", quantize="int8")

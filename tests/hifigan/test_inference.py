@@ -11,11 +11,11 @@ import inference
 from common.audio import AudioParams
 from common.checkpoint import save_checkpoint
 from common.errors import UserError
+from common.vocoder import vocoder_settings_from_args
 from hifigan.denoiser import Denoiser
 from hifigan.model import PRESETS, Generator
 from hifigan.vocoder import load_generator, load_vocoder, receptive_field_frames, stream, synthesize_in_chunks
 from tests.hifigan.tiny_hifigan import log_mel, save_our_checkpoint, save_reference_files, tiny_generator
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Receptive field and streaming
@@ -93,7 +93,7 @@ def test_the_vocoder_runs_the_generator_on_image_rows_on_the_cpu_with_the_same_a
     args = inference.build_parser().parse_args(["-i", "x.txt", "-o", str(tmp_path), "--tacotron2", "t.pt",
                                                 "--hifigan", str(tmp_path / "h.pt"), "--cpu",
                                                 "--chunk-frames", chunk_frames])
-    vocoder = load_vocoder(str(tmp_path / "h.pt"), args, torch.device("cpu"))
+    vocoder = load_vocoder(vocoder_settings_from_args(args), torch.device("cpu"), torch.float32)
     assert vocoder.generator.image_rows and not generator.image_rows
     mel = log_mel(20)
     with torch.no_grad():

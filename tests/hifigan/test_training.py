@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import train
+from common.arguments import audio_params_of
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_checkpoint
 from common.errors import UserError, exit_on_user_error
@@ -289,7 +290,7 @@ def test_input_mels_dir_trains_on_the_given_mels(synthetic_corpus, tmp_path):
 def test_the_validation_report_has_the_audio_and_the_mels(synthetic_corpus, tmp_path):
     args = parsed(hifigan_args(synthetic_corpus, tmp_path, "--max-updates", "1", "--ema-decay", "0.5"))
     model = RECIPE.build_model(RECIPE.model_config(args)).eval()
-    splits = RECIPE.build_data(args, AudioParams.from_args(args))
+    splits = RECIPE.build_data(args, audio_params_of(args))
     batch = splits.collate([splits.validation[0]])
     with torch.no_grad():
         report = RECIPE.validation_report(model, batch, args)

@@ -5,11 +5,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from common.arguments import add_training_args
+from common.arguments import add_training_args, audio_params_of
 from common.audio import AudioParams, MelSpectrogram, load_wav, save_wav
+from common.audio_crops import crop_audio_and_mel
 from common.recipe import StepOutput
 from nvwavenet import arg_parser
-from common.audio_crops import crop_audio_and_mel
 from nvwavenet.data_function import MelAudioCrops, collate_crops
 from nvwavenet.loss_function import next_sample_loss
 from nvwavenet.model import mu_law_encode
@@ -159,7 +159,7 @@ def test_recipe_trains_a_tiny_model_until_it_memorises_a_clip(tmp_path):
     write_corpus(tmp_path, lengths=(SEGMENT,))
     args = parse(tmp_path, "--residual-channels", "8", "--skip-channels", "16", "--out-channels", "16",
                  "--n-layers", "4", "--max-dilation", "8", "--segment-length", str(SEGMENT))
-    data = RECIPE.build_data(args, AudioParams.from_args(args))
+    data = RECIPE.build_data(args, audio_params_of(args))
     assert len(data.train) == len(data.validation) == 1
     torch.manual_seed(0)
     model = RECIPE.build_model(RECIPE.model_config(args))

@@ -4,6 +4,7 @@ import soundfile
 import torch
 
 import inference
+from common.errors import UserError
 from tests.families import FAMILIES
 from tests.training_runs import TINY_TACOTRON2, run_training
 
@@ -30,5 +31,5 @@ def test_text_to_wav_with_the_wavenet_cpu_path(synthetic_corpus, tmp_path):
     inference.main(arguments[:3] + [str(tmp_path / "again")] + arguments[4:])
     again, _ = soundfile.read(str(tmp_path / "again" / "audio_1.wav"))
     assert (first == again).all()  # --seed fixes the sampling
-    with pytest.raises(SystemExit, match="--wavenet-impl persistent needs a CUDA GPU"):
+    with pytest.raises(UserError, match="--wavenet-impl persistent needs a CUDA GPU"):
         inference.main(arguments + ["--wavenet-impl", "persistent"])

@@ -121,7 +121,7 @@ def checkpoint(tmp_path):
 
 
 def synthesizer(checkpoint, *flags) -> Synthesizer:
-    return Synthesizer(inference.build_parser().parse_args(
+    return Synthesizer.from_args(inference.build_parser().parse_args(
         ["-i", "unused.txt", "-o", str(checkpoint.parent), "--tacotron2", str(checkpoint), "--max-decoder-steps", "40",
          "--griffin-lim-iters", "2", *flags]))
 

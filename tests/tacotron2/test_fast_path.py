@@ -287,7 +287,7 @@ def test_inference_py_fast_decoder_equals_the_reference_and_refuses_torchscript(
         arguments = inference.build_parser().parse_args(["-i", str(phrases), "-o", str(tmp_path), "--tacotron2",
                                                          str(checkpoint), "--cpu", "--max-decoder-steps", "20",
                                                          "--griffin-lim-iters", "2", *flags])
-        synthesizer = Synthesizer(arguments)
+        synthesizer = Synthesizer.from_args(arguments)
         return synthesizer.synthesize_batch(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
                                       warn_max_steps=False)
 

@@ -63,7 +63,7 @@ def test_german_transcripts_train_with_their_own_table_and_synthesize_with_it(sy
     assert any("U+00E9" in record.getMessage() and "phrases.txt:3" in record.getMessage()
                for record in caplog.records)  # the unknown symbol is reported, as for NVIDIA's table
 
-    synthesizer = Synthesizer(inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
+    synthesizer = Synthesizer.from_args(inference.build_parser().parse_args(["-i", "x", "-o", "y", "--tacotron2",
                                                                    str(checkpoint_path), "--cpu"]))
     assert synthesizer.text.symbols == symbols
     # a line without a final mark ends with the full stop the transcripts' table holds (docs/data.md)
@@ -93,7 +93,7 @@ def test_a_checkpoint_whose_table_disagrees_with_its_embedding_is_refused_at_inf
                                                 "--cpu"])
     rows = checkpoint["state_dict"]["embedding.weight"].shape[0]
     with pytest.raises(UserError, match=f"mixed.pt: its symbol table has 148 symbols but its embedding {rows} rows"):
-        Synthesizer(args)
+        Synthesizer.from_args(args)
 
 
 def test_the_default_table_is_still_nvidias(synthetic_corpus, tmp_path):

@@ -1,14 +1,17 @@
 """WaveGlow's fast paths: the conditioning laid out contiguously (the same values), and torch.compile'd coupling
 networks (--compile) within 1e-5 of eager, in training's forward pass, in inference and as inference.py's vocoder."""
 import argparse
+import dataclasses
 
 import pytest
 import torch
 
 from common.checkpoint import save_checkpoint
+from common.denoise import DenoiserSettings
+from common.vocoder import VocoderSettings
 from tests.waveglow.tiny_waveglow import TINY, mel_and_audio, tiny_model
 from waveglow.recipe import RECIPE
-from waveglow.vocoder import load_vocoder
+from waveglow.vocoder import WaveGlowSettings, load_vocoder
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 
@@ -52,10 +55,10 @@ def test_compile_flag_compiles_the_vocoder_and_the_training_model(tmp_path):
     path = tmp_path / "waveglow.pt"
     config = {**TINY, "n_mel_channels": 80}
     save_checkpoint({"model_name": "WaveGlow", "model_config": config, "state_dict": model.state_dict()}, path)
-    args = dict(wn_channels=None, amp=False, bf16=False, sigma_infer=0.6, denoising_strength=0.01,
-                denoiser_mode="zeros", seed=11)
-    eager = load_vocoder(str(path), argparse.Namespace(**args, compile=False), torch.device("cpu"))
-    compiled = load_vocoder(str(path), argparse.Namespace(**args, compile=True), torch.device("cpu"))
+    settings = VocoderSettings(name="WaveGlow", checkpoint=str(path), checkpoint_flag="--waveglow",
+                               options=WaveGlowSettings(sigma_infer=0.6), denoiser=DenoiserSettings(0.01), seed=11)
+    eager = load_vocoder(settings, torch.device("cpu"), torch.float32)
+    compiled = load_vocoder(dataclasses.replace(settings, compile=True), torch.device("cpu"), torch.float32)
     assert all(wn._compiled_call_impl is not None for wn in compiled.model.WN)
     mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(compiled(mel), eager(mel), **TOLERANCE)

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from common.api import api_device, api_dtype, local_checkpoint
-from common.arguments import config_from_args, flag, non_negative_int, not_a_flag, positive_int
+from common.arguments import (config_from_args, flag, non_negative_float, non_negative_int, not_a_flag,
+                              positive_int)
 from common.audio import LOG_CLAMP_MIN, AudioParams
 from common.checkpoint import load_checkpoint
 from common.errors import UserError
@@ -31,6 +32,7 @@ from common.inference_args import Stopwatch, autocast, inference_device, inferen
 from common.layers import lengths_to_mask
 from common.quantization import QUANTIZE_CHOICES, check_quantize, quantize_help, quantize_int8
 from common.text import TextProcessor
+from common.text.sentences import split_long, split_sentences
 from common.trained_model import load_trained_model
 from common.vocoder import (GRIFFIN_LIM, VocoderSettings, load_vocoder, vocoder_option_names,
                             vocoder_settings_from_args, vocoder_settings_of_options)
@@ -62,7 +64,28 @@ class SynthesisSettings:
         None, "stop an utterance this many mel frames after its attention reached the text's last symbol, if its "
               "gate has not stopped it (0: the gate alone, NVIDIA's rule; default: the checkpoint's, 40 unless it "
               "was trained with another)", type=non_negative_int, metavar="FRAMES")
+    split_sentences: bool = flag(True, "say a text of several sentences one sentence at a time, joined by "
+                                       "--sentence-pause, and cut a sentence too long for --max-decoder-steps at its "
+                                       "commas, then between words (common/text/sentences.py)",
+                                 action=argparse.BooleanOptionalAction)
+    sentence_pause: float = flag(0.3, "seconds of silence between the sentences of a text", type=non_negative_float)
     compile: bool = not_a_flag("--compile (every inference part)", False)  # torch.compile the decoder step
+
+
+# A piece of text may take at most max_decoder_steps * r / FRAMES_PER_SYMBOL symbols: the demo's voice takes 5.2 to
+# 6.3 mel frames per symbol of its text front-end (measured on 25 sentences), so a piece within the limit stops well
+# before the decoder's.
+FRAMES_PER_SYMBOL = 8
+
+
+@dataclass
+class Piece:
+    """What one decoder run says: a whole text, or one of the sentences (or parts of a long one) of a longer text."""
+    utterance: int  # the index of the text it is part of
+    text: str
+    source: str  # names it in messages
+    part: int = 1  # its place among the pieces of its text, from 1
+    parts: int = 1
 
 
 # What --quantize int8 makes int8: the encoder's and decoder's LSTMs, the prenet, attention and projections' linear
@@ -225,23 +248,64 @@ class Synthesizer:
 
     def synthesize(self, texts: str | list[str], seed: int | None = None, denoise: float | None = None
                    ) -> list[np.ndarray]:
-        """The audio of each text (float32 in [-1, 1] at self.sampling_rate, as long as its mel), in batches of
-        self.batch_size. seed: seeds Tacotron 2's prenet dropout (batch i: seed + i) and the vocoder's noise, so the
-        same seed gives the same audio (default: a draw from torch's global generator). denoise: the vocoder's
-        denoising strength for this call (0: off; default: the strength it was loaded with; WaveGlow and HiFi-GAN
-        only)."""
+        """The audio of each text (float32 in [-1, 1] at self.sampling_rate), in batches of self.batch_size pieces
+        (a text of several sentences is said a sentence at a time, and joined: pieces). seed: seeds Tacotron 2's
+        prenet dropout (batch i: seed + i) and the vocoder's noise, so the same seed gives the same audio (default: a
+        draw from torch's global generator). denoise: the vocoder's denoising strength for this call (0: off;
+        default: the strength it was loaded with; WaveGlow and HiFi-GAN only)."""
         texts = [texts] if isinstance(texts, str) else list(texts)
         seed = int(torch.randint(0, 2**31 - 1, ())) if seed is None else seed
         self._set_vocoder_seed_and_denoising(seed, denoise)
-        audio = []
-        for index, start in enumerate(range(0, len(texts), self.batch_size)):
-            batch = texts[start:start + self.batch_size]
-            result = self.synthesize_batch(batch, [f"texts[{start + row}]" for row in range(len(batch))],
+        pieces = self.pieces(texts, [f"texts[{index}]" for index in range(len(texts))])
+        audio: list[list[torch.Tensor]] = [[] for _ in texts]
+        for index, start in enumerate(range(0, len(pieces), self.batch_size)):
+            batch = pieces[start:start + self.batch_size]
+            result = self.synthesize_batch([piece.text for piece in batch], [piece.source for piece in batch],
                                            seed + index)
-            for row in range(len(batch)):
-                length = int(result["audio_lengths"][row])
-                audio.append(result["audio"][row, :length].numpy().astype(np.float32))
-        return audio
+            for row, piece in enumerate(batch):
+                audio[piece.utterance].append(result["audio"][row, :int(result["audio_lengths"][row])])
+        return [self.join(parts).numpy().astype(np.float32) for parts in audio]
+
+    def max_piece_symbols(self) -> int:
+        """The most symbols a piece of text may have: what the demo's voice says within --max-decoder-steps with a
+        margin (FRAMES_PER_SYMBOL)."""
+        steps = self.settings.max_decoder_steps or self.tacotron2.max_decoder_steps
+        return max(1, steps * self.tacotron2.n_frames_per_step // FRAMES_PER_SYMBOL)
+
+    def symbol_count(self, text: str, source: str) -> int:
+        try:
+            return len(self.text.encode(text, source=source))
+        except ValueError:  # a text the front-end refuses: synthesize_batch says so, naming its line
+            return len(text)
+
+    def pieces(self, texts: list[str], sources: list[str]) -> list[Piece]:
+        """The pieces the decoder says, in order: each text whole, or (settings.split_sentences) its sentences, a
+        sentence longer than max_piece_symbols cut at its commas, then between words."""
+        if not self.settings.split_sentences:
+            return [Piece(index, text, source) for index, (text, source) in enumerate(zip(texts, sources))]
+        limit = self.max_piece_symbols()
+        pieces = []
+        for index, (text, source) in enumerate(zip(texts, sources)):
+            parts = [part for sentence in split_sentences(text) or [text]
+                     for part in split_long(sentence, limit, lambda piece: self.symbol_count(piece, source))]
+            pieces += [Piece(index, part, source if len(parts) == 1 else f"{source} (part {number} of {len(parts)})",
+                             number, len(parts)) for number, part in enumerate(parts, 1)]
+        return pieces
+
+    def pause_frames(self) -> int:
+        return round(self.settings.sentence_pause * self.audio_params.sampling_rate / self.audio_params.hop_length)
+
+    def join(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        """The pieces of one text as one: audio (samples,) or mels (n_mels, frames), with settings.sentence_pause
+        of silence between them (whole mel frames, so the mels and the audio stay aligned)."""
+        if parts[0].dim() == 1:
+            pause = parts[0].new_zeros(self.pause_frames() * self.audio_params.hop_length)
+        else:
+            pause = parts[0].new_full((parts[0].size(0), self.pause_frames()), math.log(LOG_CLAMP_MIN))
+        joined = [parts[0]]
+        for part in parts[1:]:
+            joined += [pause, part]
+        return torch.cat(joined, dim=-1)
 
     def _set_vocoder_seed_and_denoising(self, seed: int, denoise: float | None) -> None:
         if hasattr(self.vocoder, "seed"):  # WaveGlow's noise, WaveNet's sampling

@@ -1,11 +1,14 @@
 """Text to speech with Tacotron 2: `python inference.py [-m Tacotron2] -i phrases/phrase.txt -o out/ --tacotron2 T.pt
 [--waveglow W.pt | --wavenet N.pt | --hifigan H.pt | --vocoder NAME --vocoder-checkpoint CKPT]` (Griffin-Lim without
-a vocoder).
+a vocoder); `--text "Hello there." [--text ...]` instead of -i says the texts given, and `-i -` reads standard input.
 
-Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order),
-alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with --save-mels (the input
-of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file. The synthesis itself is tacotron2/api.py's
-Synthesizer (the Python API); this is its command line.
+Writes audio_<line number><suffix>.wav per non-empty input line (line numbers start at 1, in input order; the Nth
+--text is line N), alignment_<line number><suffix>.png with --save-alignments, mel_<line number><suffix>.pt with
+--save-mels (the input of `inference.py -m WaveGlow`), and the timings to the DLLogger --log-file. A line of several
+sentences is said a sentence at a time and joined with --sentence-pause of silence (a sentence too long for the
+decoder cut at its commas, then between words); with --save-alignments each such piece has its own
+alignment_<line number>_<piece><suffix>.png. The synthesis itself is tacotron2/api.py's Synthesizer (the Python
+API); this is its command line.
 
 NVIDIA's Tacotron 2 inference.py command line (its README's: `--fp16` is --amp, `-sr` and `--stft-hop-length` are
 the checkpoint's) and its HiFi-GAN scripts/inference_example.sh (FastPitch + HiFi-GAN through that model's
@@ -17,6 +20,7 @@ part's (common/inference_args.py). FastPitch is not part of this framework: --fa
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import torch
@@ -37,9 +41,12 @@ from tacotron2.recipe import RECIPE
 
 def add_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Tacotron 2 (text to mel)")
-    group.add_argument("-i", "--input", required=True,
-                       help="text file, one utterance per line, or a .tsv with a header line naming a `text` column "
-                            "(NVIDIA's FastPitch/HiFi-GAN filelists)")
+    texts = group.add_mutually_exclusive_group(required=True)
+    texts.add_argument("-i", "--input",
+                       help="text file, one utterance per line (-: standard input), or a .tsv with a header line "
+                            "naming a `text` column (NVIDIA's FastPitch/HiFi-GAN filelists)")
+    texts.add_argument("--text", action="append", metavar="TEXT",
+                       help="a text to say, written to audio_<N>.wav for the Nth --text (repeatable)")
     group.add_argument("--tacotron2", required=True, help="Tacotron 2 checkpoint (ours or NVIDIA's published one)")
     add_dataclass_args(group, SynthesisSettings)
     group.add_argument("--save-alignments", action="store_true", help="write an alignment PNG per utterance")
@@ -107,18 +114,31 @@ def tsv_text_column(path: Path, lines: list[str]) -> list[str]:
     return texts
 
 
-def read_phrases(path: str | Path) -> list[tuple[int, str]]:
-    """(line number, text) for each non-empty line."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserFileNotFoundError(f"input file not found: {path} (-i)")
-    lines = read_text_file(path, "-i").splitlines()
-    if path.suffix == ".tsv" and lines:
-        lines = tsv_text_column(path, lines)
+def read_phrases(path: str) -> list[tuple[int, str]]:
+    """(line number, text) for each non-empty line of a file, or of standard input for "-"."""
+    if path == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        if not Path(path).is_file():
+            raise UserFileNotFoundError(f"input file not found: {path} (-i)")
+        lines = read_text_file(Path(path), "-i").splitlines()
+        if Path(path).suffix == ".tsv" and lines:
+            lines = tsv_text_column(Path(path), lines)
     phrases = [(number, line.strip()) for number, line in enumerate(lines, 1) if line.strip()]
     if not phrases:
-        raise UserError(f"input file {path} has no text (-i): give one utterance per line")
+        raise UserError(f"{'standard input' if path == '-' else f'input file {path}'} has no text (-i): give one "
+                        "utterance per line")
     return phrases
+
+
+def texts_given(args: argparse.Namespace) -> tuple[list[tuple[int, str]], str]:
+    """(number, text) of each utterance -i or --text gives, and how messages name them (`phrases.txt:3`)."""
+    if args.text is None:
+        return read_phrases(args.input), ("<stdin>" if args.input == "-" else args.input) + ":{}"
+    for number, text in enumerate(args.text, 1):
+        if not text.strip():
+            raise UserError(f"--text number {number} is empty: give the words to say")
+    return [(number, text.strip()) for number, text in enumerate(args.text, 1)], "--text {}"
 
 
 def throughput_record(result: dict, audio_params: AudioParams) -> dict:
@@ -149,44 +169,55 @@ def run(args: argparse.Namespace) -> None:
     check_inference_args(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
-    phrases = read_phrases(args.input)
+    phrases, source_of = texts_given(args)
     synthesizer = Synthesizer.from_args(args)
     output = Path(args.output)
     logger = open_run_logger(args)
     logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":
                        str(synthesizer.device), "precision": str(synthesizer.dtype), "batch_size": args.batch_size})
-    batches = [phrases[start:start + args.batch_size] for start in range(0, len(phrases), args.batch_size)]
+    pieces = synthesizer.pieces([text for _, text in phrases], [source_of.format(number) for number, _ in phrases])
+    batches = [pieces[start:start + args.batch_size] for start in range(0, len(pieces), args.batch_size)]
 
     def synthesize(batch, seed):
-        return synthesizer.synthesize_batch([text for _, text in batch], [f"{args.input}:{n}" for n, _ in batch], seed)
+        return synthesizer.synthesize_batch([piece.text for piece in batch], [piece.source for piece in batch], seed)
 
     if args.benchmark_repeats:
         summary = benchmark(lambda seed: throughput_record(synthesize(batches[0], seed), synthesizer.audio_params),
                             args, averaged=("tacotron2_latency", "vocoder_latency", "samples_per_sec",
                                             "real_time_factor", "tacotron2_mel_frames_per_sec", "mel_frames"))
         summary["batch_size"] = len(batches[0])
-        summary["input_characters"] = int(sum(len(text) for _, text in batches[0]) / len(batches[0]))
+        summary["input_characters"] = int(sum(len(piece.text) for piece in batches[0]) / len(batches[0]))
         logger.log([], summary)
         logger.close()
         return
 
     warm_up(lambda seed: synthesize(batches[0], seed), args)
     sampling_rate = synthesizer.audio_params.sampling_rate
+    audio_parts: list[torch.Tensor] = []  # the pieces of the line being said
+    mel_parts: list[torch.Tensor] = []
     for index, batch in enumerate(batches):
         result = synthesize(batch, args.seed + index)
         logger.log([index], throughput_record(result, synthesizer.audio_params), echo=not args.quiet)
-        for row, (line_number, _) in enumerate(batch):
-            length = int(result["audio_lengths"][row])
-            wav_path = output / f"audio_{line_number}{args.suffix}.wav"
-            save_wav(wav_path, result["audio"][row, :length], sampling_rate)
-            if args.save_mels:
-                frames = int(result["mel_lengths"][row])
-                torch.save(result["mel"][row, :, :frames].cpu().clone(), output / f"mel_{line_number}{args.suffix}.pt")
+        for row, piece in enumerate(batch):
+            line_number = phrases[piece.utterance][0]
+            audio_parts.append(result["audio"][row, :int(result["audio_lengths"][row])])
+            mel_parts.append(result["mel"][row, :, :int(result["mel_lengths"][row])].cpu())
             if args.save_alignments:
+                part = "" if piece.parts == 1 else f"_{piece.part}"
                 save_alignment(result, row, synthesizer.tacotron2.n_frames_per_step,
-                               output / f"alignment_{line_number}{args.suffix}.png", title=f"line {line_number}")
+                               output / f"alignment_{line_number}{part}{args.suffix}.png",
+                               title=f"line {line_number}" + (f", part {piece.part}" if part else ""))
+            if piece.part < piece.parts:
+                continue
+            audio = synthesizer.join(audio_parts)
+            wav_path = output / f"audio_{line_number}{args.suffix}.wav"
+            save_wav(wav_path, audio, sampling_rate)
+            if args.save_mels:
+                torch.save(synthesizer.join(mel_parts).clone(), output / f"mel_{line_number}{args.suffix}.pt")
             if not args.quiet:
-                print(f"wrote {wav_path} ({length / sampling_rate:.2f} s)")
+                print(f"wrote {wav_path} ({audio.numel() / sampling_rate:.2f} s"
+                      + (f", {piece.parts} pieces)" if piece.parts > 1 else ")"))
+            audio_parts, mel_parts = [], []
     logger.close()
 
 

@@ -43,8 +43,12 @@ def test_synthesize_gives_the_audio_inference_py_writes_with_the_same_seed(tacot
     assert synthesizer.sampling_rate == 22050 and len(audio) == 3
     assert all(clip.dtype == np.float32 and clip.ndim == 1 and clip.size % 256 == 0 for clip in audio)
     assert [as_wav_bytes(clip, 22050, tmp_path) for clip in audio] == expected
-    # TEXTS[2] was alone in the second batch, seeded 11 + 1; a str is one text
-    np.testing.assert_array_equal(synthesizer.synthesize(TEXTS[2], seed=12)[0], audio[2])
+    # The tiny model's 40 decoder steps say at most 10 symbols a piece: TEXTS[1] is said in parts, and TEXTS[2] is
+    # alone in the last batch of two pieces, seeded 11 + its index; a str is one text.
+    pieces = synthesizer.pieces(TEXTS, ["t0", "t1", "t2"])
+    assert synthesizer.max_piece_symbols() == 10 and [piece.utterance for piece in pieces].count(1) > 1
+    assert len(pieces) % 2 == 1 and pieces[-1].utterance == 2
+    np.testing.assert_array_equal(synthesizer.synthesize(TEXTS[2], seed=11 + len(pieces) // 2)[0], audio[2])
 
 
 def test_the_synthesizer_is_built_from_typed_settings_without_a_command_line_parser(tacotron2_checkpoint,
@@ -107,7 +111,8 @@ def test_seeds_repeat_and_differ(tacotron2_checkpoint, nvidia_checkpoint):
 
 def test_precision_and_options_reach_the_models(tacotron2_checkpoint):
     synthesizer = Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, device="cpu", precision="bf16",
-                                               max_decoder_steps=7, torchscript=False, griffin_lim_iters=1)
+                                               max_decoder_steps=7, torchscript=False, griffin_lim_iters=1,
+                                               split_sentences=False)
     assert synthesizer.dtype == torch.bfloat16 and synthesizer.device == torch.device("cpu")
     (audio,) = synthesizer.synthesize(["A sentence long enough to need more than seven decoder steps."], seed=1)
     assert audio.dtype == np.float32 and 0 < audio.size <= 7 * 2 * 256  # 7 steps of 2 frames (the tiny model's r)

@@ -50,7 +50,9 @@ def test_quick_demo_builds_a_german_corpus_trains_on_phonemes_and_synthesizes(tm
     phrases = (ROOT / "phrases" / "phrase_de.txt").read_text("utf-8").splitlines()
     assert sorted(path.name for path in (output / "wavs").glob("audio_*.wav")) == [
         f"audio_{n}.wav" for n in range(1, len(phrases) + 1)]
-    assert len(list((output / "wavs").glob("alignment_*.png"))) == len(phrases)
+    # QUICK's 40 decoder steps say a few words a piece: a line in parts has an alignment per part.
+    aligned_lines = {path.stem.split("_")[1] for path in (output / "wavs").glob("alignment_*.png")}
+    assert aligned_lines == {str(n) for n in range(1, len(phrases) + 1)}
     assert len(list((output / "wavs_test").glob("audio_*.wav"))) == 1
     # stage 4: the report
     assert "== Demo summary ==" in completed.stdout

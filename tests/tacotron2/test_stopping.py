@@ -29,30 +29,7 @@ from tacotron2.api import Synthesizer
 from tacotron2.cuda_graphs import use_cuda_graphs
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import MAX_FRAMES_AFTER_TEXT_END, Tacotron2, max_steps_warnings_silenced
-from tests.tacotron2.tiny_tacotron2 import padded_text, tiny_model
-
-
-def attention_moves_one_symbol_a_step(model: Tacotron2) -> None:
-    """Both decoder steps (and so every loop) put all attention on symbol s at step s, and on the last symbol from
-    then on, whatever the weights say: the stop rule's input made exact. The steps done so far are read off the
-    state (each step's one-hot weights add 1 to the cumulative ones), so this works in the graph loop too."""
-    for name in ("step", "fast_step"):
-        original = getattr(model.decoder, name)
-
-        def step(prenet_output, state, memory, processed_memory, padding, *weights, original=original):
-            frames, gate, new_state = original(prenet_output, state, memory, processed_memory, padding, *weights)
-            steps_done = state.attention_weights_cum.float().sum(1).round().long()
-            position = torch.minimum(steps_done, (~padding).sum(1) - 1)
-            one_hot = torch.zeros_like(new_state.attention_weights).scatter_(1, position.unsqueeze(1), 1.0)
-            return frames, gate, new_state._replace(attention_weights=one_hot,
-                                                    attention_weights_cum=state.attention_weights_cum + one_hot)
-
-        setattr(model.decoder, name, step)
-
-
-def hold_gate_shut(model: Tacotron2) -> None:
-    with torch.no_grad():
-        model.decoder.gate_layer.linear_layer.bias.fill_(-1e4)
+from tests.tacotron2.tiny_tacotron2 import attention_moves_one_symbol_a_step, hold_gate_shut, padded_text, tiny_model
 
 
 def infer(model: Tacotron2, text, lengths, **options):
@@ -282,7 +259,8 @@ def test_batched_synthesis_gives_each_line_the_length_it_gets_alone(aligned_mode
     model, _ = aligned_model
     checkpoint = aligned_checkpoint
     lines = PLAIN_LINES[:8]
-    synthesizer = Synthesizer.from_checkpoints(checkpoint, device="cpu", batch_size=8, griffin_lim_iters=1)
+    synthesizer = Synthesizer.from_checkpoints(checkpoint, device="cpu", batch_size=8, griffin_lim_iters=1,
+                                               split_sentences=False)
     together = [len(audio) for audio in synthesizer.synthesize(lines, seed=5)]
     # One prenet mask a step is drawn for a whole batch, so a line alone with the same seed decodes as in the batch.
     alone = [len(synthesizer.synthesize([line], seed=5)[0]) for line in lines]

@@ -1,5 +1,7 @@
-"""A tiny Tacotron 2 and its inputs (tests/tacotron2/test_model.py, test_fast_path.py), and the conformance test's
-tiny Tacotron 2 run through train.py with the per-iteration losses it logs (test_training.py, test_fast_path.py)."""
+"""A tiny Tacotron 2 and its inputs (tests/tacotron2/test_model.py, test_fast_path.py), the conformance test's
+tiny Tacotron 2 run through train.py with the per-iteration losses it logs (test_training.py, test_fast_path.py), and
+a decoder made to move its attention one symbol a step, so that where it stops is exact (test_stopping.py,
+test_long_text.py)."""
 import torch
 
 from common.logger import read_dllogger_file
@@ -47,3 +49,26 @@ def train_args(corpus, output, *extra):
 def iteration_losses(log_file):
     return [(tuple(r["step"]), r["data"]["train_loss"]) for r in read_dllogger_file(log_file)
             if r["type"] == "LOG" and isinstance(r["step"], list) and len(r["step"]) == 2]
+
+
+def attention_moves_one_symbol_a_step(model: Tacotron2) -> None:
+    """Both decoder steps (and so every loop) put all attention on symbol s at step s, and on the last symbol from
+    then on, whatever the weights say: the stop rule's input made exact. The steps done so far are read off the
+    state (each step's one-hot weights add 1 to the cumulative ones), so this works in the graph loop too."""
+    for name in ("step", "fast_step"):
+        original = getattr(model.decoder, name)
+
+        def step(prenet_output, state, memory, processed_memory, padding, *weights, original=original):
+            frames, gate, new_state = original(prenet_output, state, memory, processed_memory, padding, *weights)
+            steps_done = state.attention_weights_cum.float().sum(1).round().long()
+            position = torch.minimum(steps_done, (~padding).sum(1) - 1)
+            one_hot = torch.zeros_like(new_state.attention_weights).scatter_(1, position.unsqueeze(1), 1.0)
+            return frames, gate, new_state._replace(attention_weights=one_hot,
+                                                    attention_weights_cum=state.attention_weights_cum + one_hot)
+
+        setattr(model.decoder, name, step)
+
+
+def hold_gate_shut(model: Tacotron2) -> None:
+    with torch.no_grad():
+        model.decoder.gate_layer.linear_layer.bias.fill_(-1e4)

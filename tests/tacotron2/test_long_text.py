@@ -144,10 +144,12 @@ def test_text_flags_and_standard_input_each_give_a_wav_per_text(checkpoint, tmp_
 def test_text_flags_refused_as_one_error(checkpoint, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_info:
         say(checkpoint, tmp_path / "both", "-i", "p.txt", "--text", "Hello.")
-    assert exit_info.value.code == 2 and "argument --text: not allowed with argument -i/--input" in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "argument --text: not allowed with argument -i/--input" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         say(checkpoint, tmp_path / "neither")
-    assert exit_info.value.code == 2 and "one of the arguments -i/--input --text is required" in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "one of the arguments -i/--input --text is required" in capsys.readouterr().err
     with pytest.raises(UserError, match="^--text number 2 is empty: give the words to say$"):
         say(checkpoint, tmp_path / "empty", "--text", "Hello.", "--text", "  ")
     monkeypatch.setattr("sys.stdin", io.StringIO("\n \n"))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
+from common.cpu import cpu_description  # noqa: E402
 from tests.conftest import (SYNTHETIC_ASR_CORPUS_UTTERANCES, SYNTHETIC_CORPUS_SEED,  # noqa: E402
                             SYNTHETIC_CORPUS_UTTERANCES, SyntheticAsrCorpus, SyntheticCorpus)
 from tests.families import FAMILIES, WAV2VEC2_FINETUNING_PINNED, run_args  # noqa: E402
@@ -71,22 +71,6 @@ def kernel_setting() -> str:
     return (f"ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '(unset)')} "
             f"ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(unset)')} "
             f"(ATen runs {torch.backends.cpu.get_cpu_capability()})")
-
-
-def cpu_description() -> str:
-    """lscpu's model name and the flags that decide which kernels run."""
-    model, flags = platform.processor() or "unknown CPU", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    except OSError:
-        pass
-    shown = [flag for flag in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16") if flag in flags]
-    return f"{model}; flags: {' '.join(shown) or 'none of avx2, fma, avx512f, avx512_bf16, amx_bf16'}"
 
 
 def measure_here(names: list[str], results: Path) -> None:

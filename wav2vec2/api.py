@@ -13,8 +13,11 @@ gets what it gets alone. Greedy CTC decoding, or a beam search (transcribe(decod
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -27,12 +30,18 @@ from common.errors import UserError
 from common.exported_weights import is_exported_folder, read_exported
 from common.inference_args import autocast
 from common.quantization import check_quantize, quantize_int8
+from wav2vec2.masking import conv_output_lengths
+from wav2vec2.model import parse_conv_feature_layers
 from wav2vec2 import checkpoints
 from wav2vec2.decoding import BeamSearchDecoder, transcripts
 from wav2vec2.dictionary import Dictionary
 from wav2vec2.recipe import RECIPE
 
 SAMPLING_RATE = 16000  # the rate of every published wav2vec 2.0
+# A recording longer than CHUNK_SECONDS is read in chunks with CONTEXT_SECONDS of context on either side: measured
+# on the demo's recognizer in wav2vec2/RESULTS.md ("Long recordings").
+CHUNK_SECONDS = 30.0
+CONTEXT_SECONDS = 5.0
 
 
 @dataclass
@@ -86,6 +95,47 @@ def load_ctc_model(path: str | Path, device: torch.device, labels_path: str | No
     return model.to(device).eval(), dictionary
 
 
+@dataclass
+class Window:
+    """What the model reads of an utterance in one pass: all of it, or (a long recording) one chunk with some
+    context on each side, whose output frames outside `keep` are dropped."""
+    utterance: Utterance
+    audio: torch.Tensor
+    keep: tuple[int, int] | None  # the window's output frames that are the utterance's (None: all its valid ones)
+    part: int = 1
+    parts: int = 1
+
+
+def samples_for(frames: int, conv_layers: list[tuple[int, int, int]]) -> int:
+    """The fewest samples that give `frames` frames."""
+    for _, kernel, stride in reversed(conv_layers):
+        frames = (frames - 1) * stride + kernel
+    return frames
+
+
+def windows_of(utterance: Utterance, conv_layers: list[tuple[int, int, int]], chunk_samples: int,
+               context_samples: int) -> list[Window]:
+    """An utterance longer than chunk_samples as chunks of about that length, each read with about context_samples
+    more on either side (where there are any). A window starts on a multiple of the extractor's total stride, so
+    its frames are the whole recording's frames, and the chunks' kept frames join into exactly the frames the whole
+    recording gives, each computed with its context."""
+    samples = utterance.audio.numel()
+    if chunk_samples <= 0 or samples <= chunk_samples:
+        return [Window(utterance, utterance.audio, None)]
+    stride = math.prod(layer[2] for layer in conv_layers)
+    total_frames = int(conv_output_lengths(samples, conv_layers))
+    chunk_frames, context_frames = max(1, chunk_samples // stride), context_samples // stride
+    windows = []
+    for start in range(0, total_frames, chunk_frames):
+        end = min(start + chunk_frames, total_frames)
+        first, last = max(0, start - context_frames), min(total_frames, end + context_frames)
+        audio = utterance.audio[first * stride:first * stride + samples_for(last - first, conv_layers)]
+        windows.append(Window(utterance, audio, (start - first, end - first), len(windows) + 1))
+    for window in windows:
+        window.parts = len(windows)
+    return windows
+
+
 def batches_by_length(utterances: list[Utterance], batch_size: int) -> list[list[Utterance]]:
     ordered = sorted(utterances, key=lambda utterance: utterance.audio.numel(), reverse=True)
     return [ordered[start:start + batch_size] for start in range(0, len(ordered), batch_size)]
@@ -126,32 +176,43 @@ def audio_from_array(audio, sampling_rate: int, to_rate: int, source: str) -> np
         audio = audio / float(np.iinfo(audio.dtype).max + 1)
     elif not np.issubdtype(audio.dtype, np.floating):
         raise UserError(f"{source} is an array of {audio.dtype}: give float audio in [-1, 1] (or integer PCM)")
-    audio = audio.astype(np.float32)
+    audio = audio.astype(np.float32, copy=False)  # a long recording is not copied for nothing
     return resample_audio(audio, sampling_rate, to_rate) if sampling_rate != to_rate else audio
 
 
 class Recognizer:
-    """A fine-tuned wav2vec 2.0 CTC model and its dictionary, on one device, in one precision."""
+    """A fine-tuned wav2vec 2.0 CTC model and its dictionary, on one device, in one precision. A recording longer
+    than chunk_seconds is read in chunks of that length with context_seconds more on either side (frames of the
+    context dropped), and its frames decoded together, so memory stays flat with length and no word is cut at a
+    chunk's edge (0: every recording whole)."""
 
     sampling_rate = SAMPLING_RATE
 
     def __init__(self, model: torch.nn.Module, dictionary: Dictionary, device: torch.device,
-                 dtype: torch.dtype = torch.float32, batch_size: int = 8):
+                 dtype: torch.dtype = torch.float32, batch_size: int = 8, chunk_seconds: float = CHUNK_SECONDS,
+                 context_seconds: float = CONTEXT_SECONDS):
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
+        if chunk_seconds < 0 or context_seconds < 0:
+            raise UserError(f"chunk_seconds and context_seconds must be 0 or more, got {chunk_seconds} and "
+                            f"{context_seconds}")
         self.model, self.dictionary = model, dictionary
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.chunk_seconds, self.context_seconds = chunk_seconds, context_seconds
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
-                        flag: str | None = None, quantize: str = "none", compile: bool = False) -> "Recognizer":
+                        flag: str | None = None, quantize: str = "none", compile: bool = False,
+                        chunk_seconds: float = CHUNK_SECONDS, context_seconds: float = CONTEXT_SECONDS
+                        ) -> "Recognizer":
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
         folder, or a URL whose file name carries its sha256 prefix. device: default the GPU if there is one.
         precision: fp32, fp16 or bf16 (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary.
         flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers and
         feature-extractor convolutions (CPU only, common/quantization.py). compile: torch.compile the model (its
-        first batch of each new length pays the compile time)."""
+        first batch of each new length pays the compile time). chunk_seconds, context_seconds: how a long recording
+        is read (the class's docstring)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
         dtype = api_dtype(precision)
@@ -159,7 +220,7 @@ class Recognizer:
             quantize_int8(model, {torch.nn.Linear, torch.nn.Conv1d})
         if compile:
             model.compile()
-        return cls(model, dictionary, device, dtype, batch_size)
+        return cls(model, dictionary, device, dtype, batch_size, chunk_seconds, context_seconds)
 
     @property
     def labels(self) -> list[str]:
@@ -187,28 +248,61 @@ class Recognizer:
             utterances.append(Utterance(number, name, waveform))
         return utterances
 
-    def logits(self, batch: list[Utterance]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def logits(self, batch: list[Utterance] | list[Window]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One batch's logits (B, frames, labels) and the frames' padding mask (None: no padding)."""
         return recognise(self.model, batch, self.device, self.dtype)
+
+    def windows(self, utterances: list[Utterance]) -> list[Window]:
+        """What the model reads of the utterances: each whole, or a long one in chunks with context."""
+        conv_layers = parse_conv_feature_layers(self.model.config["conv_feature_layers"])
+        return [window for utterance in utterances
+                for window in windows_of(utterance, conv_layers, round(self.chunk_seconds * self.sampling_rate),
+                                         round(self.context_seconds * self.sampling_rate))]
+
+    def window_batches(self, utterances: list[Utterance]) -> list[list[Window]]:
+        return batches_by_length(self.windows(utterances), self.batch_size)
+
+    def utterance_logits(self, utterances: list[Utterance], on_batch=None) -> Iterator[tuple[Utterance, torch.Tensor]]:
+        """(utterance, its logits (frames, labels) in float32 on the CPU) as each utterance's last window is read,
+        the windows batched by length. on_batch(batch of windows) runs the model on one batch (default:
+        self.logits); a caller may time it. A progress bar shows on a terminal when a recording is chunked."""
+        batches = self.window_batches(utterances)
+        chunked = any(window.parts > 1 for batch in batches for window in batch)
+        progress = None
+        if chunked and sys.stderr.isatty():
+            from tqdm import tqdm  # imported late: only long recordings on a terminal show it
+
+            progress = tqdm(total=sum(map(len, batches)), desc="windows", unit="window", leave=False)
+        parts: dict[int, dict[int, torch.Tensor]] = {}
+        for batch in batches:
+            logits, frame_padding_mask = (on_batch or self.logits)(batch)
+            for row, window in enumerate(batch):
+                first, last = window.keep or (0, valid_frames(logits, frame_padding_mask, row))
+                kept = parts.setdefault(window.utterance.number, {})
+                kept[window.part] = logits[row, first:last].float().cpu()
+                if len(kept) == window.parts:
+                    yield window.utterance, torch.cat([kept[part] for part in range(1, window.parts + 1)])
+                    del parts[window.utterance.number]
+            if progress is not None:
+                progress.update(len(batch))
+        if progress is not None:
+            progress.close()
 
     def transcribe(self, audio, sampling_rate: int | None = None, return_log_probs: bool = False,
                    decoder: BeamSearchDecoder | None = None):
         """audio: paths of sound files (at any rate, channels mixed; sampling_rate is for arrays) or 1-D arrays at
-        sampling_rate (default 16 kHz), one or a list (a 2-D array: one per row). Returns the texts in input order;
-        with return_log_probs, (texts, log-probabilities): per utterance a float32 array (frames, len(labels)), the
-        CTC's log-softmax over self.labels per frame. decoder: None for greedy decoding, or a beam search,
-        `BeamSearchDecoder(recognizer.dictionary, beam_size, lm_path, lm_weight, word_score)` (wav2vec2/decoding.py)."""
+        sampling_rate (default 16 kHz), one or a list (a 2-D array: one per row), of any length (a long recording is
+        read in chunks). Returns the texts in input order; with return_log_probs, (texts, log-probabilities): per
+        utterance a float32 array (frames, len(labels)), the CTC's log-softmax over self.labels per frame. decoder:
+        None for greedy decoding, or a beam search, `BeamSearchDecoder(recognizer.dictionary, beam_size, lm_path,
+        lm_weight, word_score)` (wav2vec2/decoding.py)."""
         utterances = self.utterances(audio, sampling_rate)
         texts: dict[int, str] = {}
         log_probs: dict[int, np.ndarray] = {}
-        for batch in batches_by_length(utterances, self.batch_size):
-            logits, frame_padding_mask = self.logits(batch)
-            for row, (utterance, text) in enumerate(zip(batch, transcripts(logits, frame_padding_mask,
-                                                                            self.dictionary, decoder))):
-                texts[utterance.number] = text
-                if return_log_probs:
-                    frames = valid_frames(logits, frame_padding_mask, row)
-                    log_probs[utterance.number] = logits[row, :frames].log_softmax(-1).cpu().numpy()
+        for utterance, logits in self.utterance_logits(utterances):
+            texts[utterance.number] = transcripts(logits.unsqueeze(0), None, self.dictionary, decoder)[0]
+            if return_log_probs:
+                log_probs[utterance.number] = logits.log_softmax(-1).numpy()
         numbers = [utterance.number for utterance in utterances]
         if return_log_probs:
             return [texts[number] for number in numbers], [log_probs[number] for number in numbers]

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import torch
 
-from common.arguments import (add_compatibility_flags, add_reference_names, path_from_current_folder,
-                              read_reference_spellings)
+from common.arguments import (add_compatibility_flags, add_reference_names, non_negative_float,
+                              path_from_current_folder, read_reference_spellings)
 from common.audio import load_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
@@ -44,7 +44,7 @@ from common.inference_part import InferencePart
 from common.quantization import add_quantize_arg
 from wav2vec2 import export
 from wav2vec2.arg_parser import no_ema
-from wav2vec2.api import SAMPLING_RATE, Recognizer, Utterance, batches_by_length, valid_frames
+from wav2vec2.api import CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates, transcripts)
@@ -58,6 +58,12 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-i", "--input", nargs="+", required=True,
                        help="a manifest (.tsv: root line, then path<TAB>samples) or audio files")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
+    group.add_argument("--chunk-seconds", type=non_negative_float, default=CHUNK_SECONDS,
+                       help="read a recording longer than this in chunks of this length, decoded together "
+                            "(0: every recording whole; default: %(default)s)")
+    group.add_argument("--chunk-context-seconds", type=non_negative_float, default=CONTEXT_SECONDS,
+                       help="audio read on either side of a chunk for context, its frames dropped (default: "
+                            "%(default)s)")
     add_quantize_arg(group, "the linear layers and the feature extractor's convolutions (all but the first)")
     group.add_argument("--labels-path", default=None,
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
@@ -229,7 +235,9 @@ def run(args: argparse.Namespace) -> None:
     device, dtype = inference_device(args), inference_dtype(args)
     torch.manual_seed(args.seed)
     recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
-                                            flag="--checkpoint", quantize=args.quantize, compile=args.compile)
+                                            flag="--checkpoint", quantize=args.quantize, compile=args.compile,
+                                            chunk_seconds=args.chunk_seconds,
+                                            context_seconds=args.chunk_context_seconds)
     decoder = decoder_from_args(args, recognizer)
     sampling_rate = SAMPLING_RATE
     utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"],
@@ -246,20 +254,22 @@ def run(args: argparse.Namespace) -> None:
 
     predictions: dict[int, str] = {}
     audio_seconds = compute_seconds = decode_seconds = 0.0
-    for batch in batches_by_length(utterances, args.batch_size):
+
+    def timed_logits(batch):
+        nonlocal compute_seconds
         with Stopwatch(device) as stopwatch:
-            logits, frame_padding_mask = recognizer.logits(batch)
+            result = recognizer.logits(batch)
         compute_seconds += stopwatch.seconds
-        audio_seconds += sum(utterance.audio.numel() for utterance in batch) / sampling_rate
+        return result
+
+    for utterance, logits in recognizer.utterance_logits(utterances, on_batch=timed_logits):
+        audio_seconds += utterance.audio.numel() / sampling_rate
         decode_start = time.perf_counter()
-        texts = transcripts(logits, frame_padding_mask, recognizer.dictionary, decoder)
+        predictions[utterance.number] = transcripts(logits.unsqueeze(0), None, recognizer.dictionary, decoder)[0]
         decode_seconds += time.perf_counter() - decode_start
-        for row, (utterance, text) in enumerate(zip(batch, texts)):
-            predictions[utterance.number] = text
-            if args.save_logits:
-                frames = valid_frames(logits, frame_padding_mask, row)
-                (output / "logits").mkdir(parents=True, exist_ok=True)
-                torch.save(logits[row, :frames].cpu().clone(), output / "logits" / f"{utterance.number}.pt")
+        if args.save_logits:
+            (output / "logits").mkdir(parents=True, exist_ok=True)
+            torch.save(logits.clone(), output / "logits" / f"{utterance.number}.pt")
 
     corpus_sums = None
     for utterance in utterances:
@@ -283,8 +293,8 @@ def run(args: argparse.Namespace) -> None:
         summary.update(error_rates(corpus_sums))
         print(f"WER {summary['wer']:.2f} %, CER {summary['cer']:.2f} % over {len(utterances)} utterances")
     if args.benchmark_repeats:
-        first = batches_by_length(utterances, args.batch_size)[0]
-        first_seconds = sum(utterance.audio.numel() for utterance in first) / sampling_rate
+        first = recognizer.window_batches(utterances)[0]
+        first_seconds = sum(window.audio.numel() for window in first) / sampling_rate
 
         def measure(seed: int) -> dict:
             with Stopwatch(device) as stopwatch:

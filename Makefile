@@ -2,7 +2,7 @@
 # make demo-asr -- builds the eSpeak NG ASR corpus, trains a small wav2vec 2.0 CTC model on CPU, reports CER/WER
 # make test  -- runs the test suite
 # make test-fast -- runs the tests not marked slow (a couple of minutes)
-.PHONY: setup setup-lm setup-test demo demo-asr test test-fast
+.PHONY: setup setup-lm setup-test setup-judge demo demo-asr test test-fast
 
 setup:
 	bash scripts/setup.sh
@@ -14,7 +14,11 @@ setup-lm:
 setup-test:
 	bash scripts/setup.sh --test
 
-demo: setup
+# Moonshine base too: the independent judge of the demo's speech
+setup-judge:
+	bash scripts/setup.sh --judge
+
+demo: setup-judge
 	bash scripts/demo.sh
 
 # make demo-de -- the demo in German, read as phonemes (eSpeak NG IPA): scripts/tacotron2/demo_language.sh

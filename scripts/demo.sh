@@ -3,7 +3,8 @@
 # Tacotron 2 on the CPU, then a mel inverter (melinverter/) on Tacotron 2's own teacher-forced mels, synthesize
 # phrases/phrase.txt and the corpus's held-out test sentences through the inverter and Griffin-Lim, and say how
 # intelligible they are: CER and WER through `make demo-asr`'s recognizer when it exists (the phrases also over 8
-# synthesis seeds: scripts/intelligibility_seeds.py).
+# synthesis seeds: scripts/intelligibility_seeds.py), and through Moonshine base, which nobody here trained, on the
+# same speech and on the everyday sentences typed without capitals or a final full stop.
 #   scripts/demo.sh [extra train.py flags]   # defaults below; each can be set in the environment
 #   OUTPUT_DIR=output/demo_eager scripts/demo.sh --no-fast-decoder   # the decoder loop as NVIDIA writes it
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
@@ -103,4 +104,25 @@ else
     echo "No speech recognizer at $ASR_CHECKPOINT, so the speech's CER is not measured: run \`make demo-asr\`" \
          "(about 30 minutes on a 2-core machine), then \`make demo\` again (it resumes the finished training and" \
          "only synthesizes and scores), or set ASR_CHECKPOINT."
+fi
+# Moonshine base, a recognizer nobody here trained (and not on eSpeak NG's voice), judges the same speech and text
+# typed as people type it (the 50 everyday sentences in lower case without a final full stop), beside eSpeak NG's
+# rendering of the same text (the ceiling). make demo installs it (setup.sh --judge).
+if "$PYTHON" -c "import moonshine_cpp, onnxruntime" 2>/dev/null; then
+    echo "== Intelligibility: what Moonshine base hears =="
+    sed -E 's/[.!?]+$//' scripts/data/everyday_sentences.txt | tr '[:upper:]' '[:lower:]' \
+        > "$OUTPUT_DIR/everyday_plain.txt"
+    "$PYTHON" inference.py -i "$OUTPUT_DIR/everyday_plain.txt" -o "$OUTPUT_DIR/wavs_everyday_plain" --cpu --quiet \
+        --tacotron2 "$checkpoint" ${vocoder[@]+"${vocoder[@]}"}
+    for texts in test phrases everyday_plain; do
+        case $texts in
+            test) wavs="$OUTPUT_DIR/wavs_test"; file="$OUTPUT_DIR/test_sentences.txt" ;;
+            phrases) wavs="$OUTPUT_DIR/wavs"; file=phrases/phrase.txt ;;
+            everyday_plain) wavs="$OUTPUT_DIR/wavs_everyday_plain"; file="$OUTPUT_DIR/everyday_plain.txt" ;;
+        esac
+        "$PYTHON" -m scripts.intelligibility --judge moonshine --wavs "$wavs" --texts "$file" --quiet \
+            --espeak-ceiling -o "$OUTPUT_DIR/moonshine_$texts"
+    done
+else
+    echo "Moonshine base (the independent judge) is not installed: pip install -r requirements-judge.txt"
 fi

@@ -1,19 +1,26 @@
-"""Intelligibility of synthesized speech: what a wav2vec 2.0 recognizer hears in it, scored against the text the speech
-was made from.
+"""Intelligibility of synthesized speech: what a recognizer hears in it, scored against the text the speech was made
+from. The judge is a wav2vec 2.0 recognizer (--asr, e.g. make demo-asr's), or Moonshine base (--judge moonshine:
+scripts/moonshine_judge.py), which nobody here trained.
 
     python -m scripts.intelligibility --asr CKPT --wavs DIR --texts FILE [-o DIR] [--suffix S] [-bs 8] [--cpu]
         [--bf16|--amp] [--espeak-ceiling [--voice en-us] [--rate 175]]
         [--lm ARPA [--lm-weight 0.5] [--word-score 1.5] [--beam-size 100]]
     python -m scripts.intelligibility --asr output/asr/checkpoint_wav2vec2_best.pt --wavs output/demo/wavs \
         --texts phrases/phrase.txt --espeak-ceiling -o output/intelligibility      # after make demo
+    python -m scripts.intelligibility --judge moonshine --wavs output/demo/wavs --texts phrases/phrase.txt \
+        --espeak-ceiling
 
---asr is a fine-tuned (CTC) wav2vec 2.0 checkpoint. The wavs are text-to-wav's outputs: audio_<n><--suffix>.wav for
-each non-empty line n of --texts (line numbers from 1, as `inference.py -m Tacotron2` names them), at any sampling
-rate (resampled to the recognizer's). The reference of line n is its text as the ASR corpus writes its .wrd labels:
-numbers, abbreviations and symbols spelled out by english_cleaners (the text front-end the TTS models read: "Dr." ->
-DOCTOR, "10" -> TEN), then upper case letters and apostrophes only (scripts.data.librispeech.librispeech_words). The
-recognizer's words are scored against it with jiwer: CER and WER per file, and over all files together (edits summed
-over the files, divided by the references' total length: not a mean of per-file rates).
+--asr is a fine-tuned (CTC) wav2vec 2.0 checkpoint. Moonshine writes text as people write it (digits, punctuation):
+its words go through the same spoken-word normalisation as the reference, and each file's row shows what it wrote,
+so a sentence it repeats (the failure of a sequence-to-sequence recognizer) shows there.
+
+The wavs are text-to-wav's outputs: audio_<n><--suffix>.wav for each non-empty line n of --texts (line numbers from 1,
+as `inference.py -m Tacotron2` names them), at any sampling rate (resampled to the recognizer's). The reference of line
+n is its text as the ASR corpus writes its .wrd labels: numbers, abbreviations and symbols spelled out by
+english_cleaners (the text front-end the TTS models read: "Dr." -> DOCTOR, "10" -> TEN), then upper case letters and
+apostrophes only (scripts.data.librispeech.librispeech_words). The recognizer's words are scored against it with jiwer:
+CER and WER per file, and over all files together (edits summed over the files, divided by the references' total length:
+not a mean of per-file rates).
 
 With --lm, each set of wavs is also transcribed by a CTC beam search over that word n-gram language model (make
 demo-asr writes its own beside its checkpoint: lm_2gram.arpa), and both are reported: greedy decoding is what the
@@ -44,6 +51,8 @@ from wav2vec2.api import Recognizer
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates)
 
+JUDGES = ("wav2vec2", "moonshine")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="CER and WER of synthesized speech, heard by a wav2vec 2.0 "
@@ -57,15 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
     parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
     parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
-    add_recognizer_args(parser)
+    parser.add_argument("--judge", choices=JUDGES, default="wav2vec2",
+                        help="wav2vec2: the --asr recognizer (default); moonshine: Moonshine base, English "
+                             "(requirements-judge.txt)")
+    add_recognizer_args(parser, asr_required=False)
     return parser
 
 
-def add_recognizer_args(parser: argparse.ArgumentParser) -> None:
+def add_recognizer_args(parser: argparse.ArgumentParser, asr_required: bool = True) -> None:
     """The judge's flags, which every script that judges speech shares: the recognizer (load_recognizer), its
     decoding with a language model (language_model_decoder), the device and precision."""
     group = parser.add_argument_group("the recognizer")
-    group.add_argument("--asr", required=True, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
+    group.add_argument("--asr", required=asr_required, help="a fine-tuned (CTC) wav2vec 2.0 checkpoint")
     group.add_argument("-bs", "--batch-size", type=int, default=8, help="utterances per forward pass")
     group.add_argument("--labels-path", default=None,
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
@@ -156,6 +168,16 @@ def evaluate(recognizer: Recognizer, pairs: list[tuple[int, str, Path]],
     return report
 
 
+def evaluate_with_moonshine(judge, pairs: list[tuple[int, str, Path]]) -> dict:
+    """Moonshine's per-file and overall rates; each file also keeps what it wrote ("written")."""
+    written = judge.transcribe([wav for _, _, wav in pairs])
+    report = scored_transcripts(pairs, [reference_words(text) for _, text, _ in pairs],
+                                [reference_words(text) for text in written])
+    for file, text in zip(report["files"], written):
+        file["written"] = text
+    return report
+
+
 def scored_transcripts(pairs: list[tuple[int, str, Path]], references: list[str], hypotheses: list[str]) -> dict:
     per_file, overall = score(references, hypotheses)
     files = [{"line": number, "wav": str(wav), "text": text, "reference": reference, "hypothesis": hypothesis, **rates}
@@ -188,8 +210,8 @@ def print_report(name: str, report: dict, quiet: bool) -> None:
             print("| line | CER % | WER % | reference | heard |")
             print("| --- | --- | --- | --- | --- |")
             for file in rates["files"]:
-                print(f"| {file['line']} | {file['cer']:.1f} | {file['wer']:.1f} | {file['reference']} | "
-                      f"{file['hypothesis']} |")
+                heard = file.get("written", file["hypothesis"])  # Moonshine's own writing, repeats and all
+                print(f"| {file['line']} | {file['cer']:.1f} | {file['wer']:.1f} | {file['reference']} | {heard} |")
     print(f"{name}: CER {report['cer']:.2f} %, WER {report['wer']:.2f} % over {len(report['files'])} files "
           f"({report['chars']:.0f} characters, {report['words']:.0f} words)"
           + "".join(f";{decoding} CER {rates['cer']:.2f} %, WER {rates['wer']:.2f} %"
@@ -200,17 +222,33 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.batch_size < 1:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
+    if args.judge == "moonshine":
+        for flag, given in (("--asr", args.asr), ("--lm", args.lm)):
+            if given is not None:
+                raise UserError(f"--judge moonshine is its own recognizer: drop {flag}")
+    elif args.asr is None:
+        raise UserError("--asr CKPT (a fine-tuned wav2vec 2.0) is the judge, or give --judge moonshine")
     pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
     torch.manual_seed(1234)
-    recognizer = load_recognizer(args)
-    language_model = language_model_decoder(args, recognizer)
-    result = {"asr": args.asr, "wavs": args.wavs, "texts": args.texts, "lm": args.lm,
-              "synthesized": evaluate(recognizer, pairs, language_model)}
+    if args.judge == "moonshine":
+        from scripts.moonshine_judge import MoonshineJudge  # imported late: an optional dependency
+
+        moonshine = MoonshineJudge()
+
+        def judged(wav_pairs):
+            return evaluate_with_moonshine(moonshine, wav_pairs)
+    else:
+        recognizer = load_recognizer(args)
+        language_model = language_model_decoder(args, recognizer)
+
+        def judged(wav_pairs):
+            return evaluate(recognizer, wav_pairs, language_model)
+    result = {"judge": args.judge, "asr": args.asr, "wavs": args.wavs, "texts": args.texts, "lm": args.lm,
+              "synthesized": judged(pairs)}
     print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)
     if args.espeak_ceiling:
         folder = Path(args.output) / "espeak" if args.output else Path(args.wavs).parent / "espeak_ceiling"
-        result["espeak"] = evaluate(recognizer, render_with_espeak(pairs, folder, args.voice, args.rate),
-                                    language_model)
+        result["espeak"] = judged(render_with_espeak(pairs, folder, args.voice, args.rate))
         result["espeak"].update(voice=args.voice, rate=args.rate, wavs=str(folder))
         print_report(f"eSpeak NG ceiling ({args.voice}, {args.rate} wpm)", result["espeak"], args.quiet)
     if args.output:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Creates .venv with everything the project needs:  scripts/setup.sh [--lm] [--test]
+# Creates .venv with everything the project needs:  scripts/setup.sh [--lm] [--judge] [--test]
 #   --lm    also wav2vec 2.0's CTC beam search and language-model reader (pyctcdecode; kenlm, built from source with a
 #           C++ toolchain and CMake): make demo-asr and make demo-pretrain ask for it; text-to-speech needs neither
-#   --test  also the test tools (and the --lm packages, which the tests use)
+#   --judge also Moonshine base, the independent judge of synthesized speech (requirements-judge.txt): make demo
+#   --test  also the test tools (and the --lm and --judge packages, which the tests use)
 # Here (no GPU) it installs the CPU build of PyTorch 2.13.0. Where the system Python already has a CUDA build of
 # PyTorch 2.6 or newer (an NGC container, say), the venv sees the system packages so that build is kept, not replaced.
 # A PyTorch older than 2.6 (in the venv or the system's) is replaced by 2.13.0: before 2.6 torch.load(weights_only=True)
@@ -34,18 +35,23 @@ if ! python -c "$TORCH_IS_RECENT" 2>/dev/null; then
     pip install -q "torch==2.13.0"
 fi
 with_lm=false
+with_judge=false
 with_tests=false
 for option in "$@"; do
     case "$option" in
         --lm) with_lm=true ;;
-        --test) with_lm=true; with_tests=true ;;
-        *) echo "error: scripts/setup.sh: unknown option '$option' (known: --lm, --test)" >&2; exit 2 ;;
+        --judge) with_judge=true ;;
+        --test) with_lm=true; with_judge=true; with_tests=true ;;
+        *) echo "error: scripts/setup.sh: unknown option '$option' (known: --lm, --judge, --test)" >&2; exit 2 ;;
     esac
 done
 pip install -q -r requirements.txt
 if $with_lm; then
     pip install -q -r requirements-lm.txt
     pip install -q --no-deps -r requirements-nodeps.txt
+fi
+if $with_judge; then
+    pip install -q -r requirements-judge.txt
 fi
 if $with_tests; then
     pip install -q -r requirements-test.txt

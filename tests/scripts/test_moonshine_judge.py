@@ -1,0 +1,73 @@
+"""scripts/moonshine_judge.py and `scripts/intelligibility.py --judge moonshine`: Moonshine base, shipped in the
+moonshine-cpp wheel, run on onnxruntime, hears real eSpeak NG speech (the synthetic ASR corpus's) close to its words;
+its written text is scored through the same spoken-word normalisation as the reference; and a missing package or a
+flag that means nothing with it is one error line."""
+import json
+import sys
+
+import pytest
+
+from common.errors import UserError, exit_on_user_error
+from scripts import intelligibility
+from scripts.moonshine_judge import MoonshineJudge, read_tokenizer
+
+@pytest.fixture(scope="module")
+def judge():
+    return MoonshineJudge(threads=1)
+
+
+def corpus_utterances(corpus, count):
+    root, *rows = corpus.test_sentences.read_text().splitlines()
+    words = corpus.test_sentences.with_suffix(".wrd").read_text().splitlines()
+    return [(f"{root}/{row.split(chr(9))[0]}", text) for row, text in zip(rows[:count], words)]
+
+
+def test_the_tokenizer_file_is_read_token_by_token(tmp_path):
+    path = tmp_path / "tokenizer.bin"
+    long_token = b"x" * 200  # a length from 128 takes two bytes
+    path.write_bytes(b"\x05<unk>\x03<s>\x04</s>\x01\x00" + bytes([128 + 200 % 128, 200 // 128]) + long_token
+                     + b"\x04\xe2\x96\x81a")
+    assert read_tokenizer(path) == [b"<unk>", b"<s>", b"</s>", b"\x00", long_token, "\u2581a".encode()]
+
+
+def test_moonshine_hears_espeak_speech_close_to_its_words(judge, synthetic_asr_corpus):
+    utterances = corpus_utterances(synthetic_asr_corpus, 2)
+    written = judge.transcribe([path for path, _ in utterances])
+    heard = [intelligibility.reference_words(text) for text in written]
+    references = [words for _, words in utterances]
+    _, overall = intelligibility.score(references, heard)
+    assert overall["cer"] < 25, (written, references)  # an independent ear: not exact on eSpeak, but close
+    assert all(text[:1].isupper() for text in written)  # it writes text, which the normalisation reads
+
+
+def test_intelligibility_with_moonshine_reports_what_it_wrote(synthetic_asr_corpus, tmp_path):
+    import soundfile
+
+    utterances = corpus_utterances(synthetic_asr_corpus, 2)
+    (tmp_path / "wavs").mkdir()
+    for number, (path, _) in enumerate(utterances, 1):
+        audio, rate = soundfile.read(path, dtype="float32")
+        soundfile.write(tmp_path / "wavs" / f"audio_{number}.wav", audio, rate)
+    (tmp_path / "texts.txt").write_text("".join(words.lower() + "\n" for _, words in utterances))
+    report = intelligibility.main(["--judge", "moonshine", "--wavs", str(tmp_path / "wavs"), "--texts",
+                                   str(tmp_path / "texts.txt"), "-o", str(tmp_path / "out"), "--quiet"])
+    files = report["synthesized"]["files"]
+    assert [file["line"] for file in files] == [1, 2] and all(file["written"] for file in files)
+    assert all(file["hypothesis"] == intelligibility.reference_words(file["written"]) for file in files)
+    assert json.loads((tmp_path / "out" / "intelligibility.json").read_text())["judge"] == "moonshine"
+
+
+def test_flags_that_mean_nothing_with_moonshine_and_a_missing_package_are_one_error(tmp_path, monkeypatch, capsys):
+    (tmp_path / "wavs").mkdir()
+    (tmp_path / "texts.txt").write_text("hello\n")
+    common = ["--wavs", str(tmp_path / "wavs"), "--texts", str(tmp_path / "texts.txt")]
+    with pytest.raises(UserError, match="^--judge moonshine is its own recognizer: drop --asr$"):
+        intelligibility.main(["--judge", "moonshine", "--asr", "x.pt", *common])
+    with pytest.raises(UserError, match=r"^--asr CKPT \(a fine-tuned wav2vec 2.0\) is the judge, or give --judge"):
+        intelligibility.main(common)
+    monkeypatch.setitem(sys.modules, "moonshine_cpp", None)  # as if not installed: importing it fails
+    with pytest.raises(SystemExit) as exit_info:
+        exit_on_user_error(MoonshineJudge)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == ("error: --judge moonshine needs the moonshine-cpp and onnxruntime "
+                                               "packages: pip install -r requirements-judge.txt")

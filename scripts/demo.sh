@@ -16,6 +16,8 @@
 #     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
 #   INVERTER_EPOCHS (60): the mel inverter's epochs of the training split, its learning rate held for the first 3/4
 #     and decayed over the last 1/4 (as Tacotron 2's); 0: Griffin-Lim alone
+#   MOONSHINE (1): judge with Moonshine base too (0: not); EVERYDAY (scripts/data/everyday_sentences.txt): the open
+#     text it judges, typed plain
 # A rerun in the same OUTPUT_DIR resumes its training (--resume-from-last), and a finished one is only synthesized
 # and scored again: use a fresh OUTPUT_DIR for a run with other EPOCHS, OPEN_SEQUENCES or flags.
 set -euo pipefail
@@ -29,6 +31,8 @@ ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
 OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
 EPOCHS=${EPOCHS:-40}
 INVERTER_EPOCHS=${INVERTER_EPOCHS:-60}
+MOONSHINE=${MOONSHINE:-1}
+EVERYDAY=${EVERYDAY:-scripts/data/everyday_sentences.txt}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
 case "$INVERTER_EPOCHS" in ''|*[!0-9]*) echo "error: INVERTER_EPOCHS must be a whole number, got '$INVERTER_EPOCHS'" >&2
     exit 2 ;; esac
@@ -108,10 +112,11 @@ fi
 # Moonshine base, a recognizer nobody here trained (and not on eSpeak NG's voice), judges the same speech and text
 # typed as people type it (the 50 everyday sentences in lower case without a final full stop), beside eSpeak NG's
 # rendering of the same text (the ceiling). make demo installs it (setup.sh --judge).
-if "$PYTHON" -c "import moonshine_cpp, onnxruntime" 2>/dev/null; then
+if [ "$MOONSHINE" != 1 ]; then
+    :
+elif "$PYTHON" -c "import moonshine_cpp, onnxruntime" 2>/dev/null; then
     echo "== Intelligibility: what Moonshine base hears =="
-    sed -E 's/[.!?]+$//' scripts/data/everyday_sentences.txt | tr '[:upper:]' '[:lower:]' \
-        > "$OUTPUT_DIR/everyday_plain.txt"
+    sed -E 's/[.!?]+$//' "$EVERYDAY" | tr '[:upper:]' '[:lower:]' > "$OUTPUT_DIR/everyday_plain.txt"
     "$PYTHON" inference.py -i "$OUTPUT_DIR/everyday_plain.txt" -o "$OUTPUT_DIR/wavs_everyday_plain" --cpu --quiet \
         --tacotron2 "$checkpoint" ${vocoder[@]+"${vocoder[@]}"}
     for texts in test phrases everyday_plain; do

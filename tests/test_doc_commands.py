@@ -2,6 +2,7 @@
 and `inference.py` command goes through its parser with `--dry-run`, and each flag of a partial one (with `...`) is
 one of its model's, so a renamed or removed flag in the documents fails here instead of for a user."""
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -41,8 +42,8 @@ def filled_in(arguments: str) -> list[str] | None:
     flags a command needs besides those it shows)."""
     if "..." in arguments:
         return None
-    words = ["1" if word == "N" else word
-             for word in re.sub(r"\[([^\]|]*)(?:\|[^\]]*)?\]", r"\1", arguments).split()]
+    words = ["1" if word == "N" else word  # shlex: a quoted argument (--text "Hello there.") is one word
+             for word in shlex.split(re.sub(r"\[([^\]|]*)(?:\|[^\]]*)?\]", r"\1", arguments))]
     return None if "NAME" in words or "--help" in words or not words else words
 
 

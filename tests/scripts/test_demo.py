@@ -35,7 +35,9 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     (tmp_path / "lm.wrd").write_text("THE BRIGHT BOOK\nTHE REST WERE FINE\n")
     build_lm([str(tmp_path / "lm.wrd"), str(tmp_path / "lm.arpa"), "--order", "2"])
     # a beam of 8: the 2-update recognizer's near-uniform letters make the default 100 slow
-    completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"), ASR_BEAM_SIZE="8")
+    (tmp_path / "everyday.txt").write_text("The river ran quietly past the old mill.\nIs it raining again?\n")
+    completed = run_demo(corpus, output, recognizer_checkpoint, ASR_LM=str(tmp_path / "lm.arpa"), ASR_BEAM_SIZE="8",
+                         EVERYDAY=str(tmp_path / "everyday.txt"))
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (output / "checkpoint_Tacotron2_last.pt").exists()
     # the mel inverter trained on Tacotron 2's teacher-forced mels of the training and validation sentences
@@ -78,11 +80,19 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     assert "8 seeds, 4 lines each: CER" in completed.stdout
     assert "synthesized" in completed.stdout and "eSpeak NG ceiling" in completed.stdout
     assert "; with the language model CER" in completed.stdout
+    # Moonshine base judges the same speech and the everyday sentences typed plain, beside eSpeak NG's renderings
+    assert (output / "everyday_plain.txt").read_text().splitlines() == ["the river ran quietly past the old mill",
+                                                                       "is it raining again"]
+    for name, count in (("test", len(test_texts)), ("phrases", len(phrases)), ("everyday_plain", 2)):
+        report = json.loads((output / f"moonshine_{name}" / "intelligibility.json").read_text())
+        assert report["judge"] == "moonshine" and len(report["synthesized"]["files"]) == count
+        assert len(report["espeak"]["files"]) == count and "written" in report["espeak"]["files"][0]
+    assert "== Intelligibility: what Moonshine base hears ==" in completed.stdout
 
     # no recognizer: the demo still ends well and says how to get one (the finished training is not redone); and a
     # corpus made with another OPEN_SEQUENCES gets them again, the first ones spoken to the same bytes
     first_sequence = (corpus / "wavs" / "OPEN-0001.wav").read_bytes()
-    completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt", OPEN_SEQUENCES="3")
+    completed = run_demo(corpus, output, tmp_path / "no_such_asr.pt", OPEN_SEQUENCES="3", MOONSHINE="0")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "make demo-asr" in completed.stdout and "not measured" in completed.stdout
     training = (corpus / "filelists" / "synthetic_audio_text_train_open.txt").read_text().splitlines()

@@ -23,3 +23,5 @@ class InferencePart:
     # scripts/export_onnx.py -m NAME: (its parsed flags, the output folder) -> {file written: onnxruntime's largest
     # difference from PyTorch}. None: the family has no ONNX export.
     export_onnx: Callable[[argparse.Namespace, Path], dict[str, float]] | None = None
+    # The flags export_onnx reads besides --checkpoint, -o and --opset (--wn-channels...): (argument group) -> None.
+    add_export_args: Callable[[argparse._ArgumentGroup], None] | None = None

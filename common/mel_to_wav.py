@@ -55,14 +55,16 @@ def mel_files(paths: list[str]) -> list[Path]:
 
 def mel_to_wav_part(vocoder: VocoderSpec, add_input_args: Callable[[argparse._ArgumentGroup], None] | None = None,
                     logged: Callable[[argparse.Namespace], dict] | None = None,
-                    export_onnx: Callable[[argparse.Namespace, Path], dict[str, float]] | None = None) -> InferencePart:
+                    export_onnx: Callable[[argparse.Namespace, Path], dict[str, float]] | None = None,
+                    add_export_args: Callable[[argparse._ArgumentGroup], None] | None = None) -> InferencePart:
     """`inference.py -m <vocoder.name>`: vocode mel files with that vocoder.
 
     add_input_args(group) adds the family's own input flags; logged(args) -> what it adds to the logged parameters;
-    export_onnx: the vocoder's ONNX export (InferencePart.export_onnx)."""
+    export_onnx, add_export_args: the vocoder's ONNX export and its flags (InferencePart)."""
     return InferencePart(name=vocoder.name,
                          add_args=functools.partial(add_args, vocoder_name=vocoder.name, add_input_args=add_input_args),
-                         run=functools.partial(run, vocoder_name=vocoder.name, logged=logged), export_onnx=export_onnx)
+                         run=functools.partial(run, vocoder_name=vocoder.name, logged=logged), export_onnx=export_onnx,
+                         add_export_args=add_export_args)
 
 
 def add_args(parser: argparse.ArgumentParser, vocoder_name: str,

@@ -148,13 +148,13 @@ def vocoder_settings_from_args(args: argparse.Namespace, only: str | None = None
     required), with its own settings."""
     given = vars(args)  # the vocoders' checkpoint flags are named after the registry's families
     if only is not None:
-        name, checkpoint, flag = only, given[checkpoint_flag(only)[2:]], checkpoint_flag(only)
+        name, checkpoint, option = only, given[checkpoint_flag(only)[2:]], checkpoint_flag(only)
     else:
-        name, checkpoint, flag = chosen_vocoder(given.get("vocoder"), given.get("vocoder_checkpoint"),
-                                                {name: given.get(checkpoint_flag(name)[2:]) for name in VOCODERS})
+        by_flag = {family: given.get(checkpoint_flag(family)[2:]) for family in VOCODERS}
+        name, checkpoint, option = chosen_vocoder(given.get("vocoder"), given.get("vocoder_checkpoint"), by_flag)
     spec = vocoder_spec(name) if name != GRIFFIN_LIM else None
     return VocoderSettings(
-        name=name, checkpoint=checkpoint, checkpoint_flag=flag,
+        name=name, checkpoint=checkpoint, checkpoint_flag=option,
         options=config_from_args(spec.settings, args) if spec is not None and spec.settings is not None else None,
         denoiser=config_from_args(DenoiserSettings, args) if "denoiser_mode" in given else DenoiserSettings(),
         griffin_lim=(config_from_args(GriffinLimSettings, args) if "griffin_lim_iters" in given
@@ -171,12 +171,12 @@ def chosen_vocoder(named: str | None, general_checkpoint: str | None, checkpoint
         raise UserError(f"give one vocoder checkpoint, got {' and '.join(checkpoint_flag(name) for name in by_flag)}")
     if by_flag:
         name = by_flag[0]
-        flag = checkpoint_flag(name)
+        option = checkpoint_flag(name)
         if named is not None and named != name:
-            raise UserError(f"--vocoder {named} contradicts {flag}; drop one of them")
+            raise UserError(f"--vocoder {named} contradicts {option}; drop one of them")
         if general_checkpoint:
-            raise UserError(f"--vocoder-checkpoint and {flag} both give a vocoder checkpoint; drop one of them")
-        return name, checkpoints_by_flag[name], flag
+            raise UserError(f"--vocoder-checkpoint and {option} both give a vocoder checkpoint; drop one of them")
+        return name, checkpoints_by_flag[name], option
     if named is None:
         if general_checkpoint:
             raise UserError(f"--vocoder-checkpoint needs --vocoder NAME ({', '.join(VOCODERS)})")
@@ -195,19 +195,19 @@ def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.d
                  mel_audio_params: AudioParams | None):
     """The chosen vocoder, ready to run on device. Griffin-Lim takes the audio parameters of the mels it is given
     (mel_audio_params); the others carry theirs, which the caller checks against the mels'."""
-    name, flag = settings.name, settings.checkpoint_flag
+    name, option = settings.name, settings.checkpoint_flag
     griffin_lim = settings.griffin_lim
     if name == GRIFFIN_LIM:
         return GriffinLimVocoder(mel_audio_params, griffin_lim.griffin_lim_iters, griffin_lim.griffin_lim_power,
                                  griffin_lim.griffin_lim_momentum)
     spec = vocoder_spec(name)
     if spec is None:
-        raise UserError(f"{flag}: the {name} vocoder is not available in this installation")
+        raise UserError(f"{option}: the {name} vocoder is not available in this installation")
     for setting in dataclasses.fields(GriffinLimSettings):
         given = getattr(griffin_lim, setting.name)
         if setting.name not in spec.griffin_lim_settings and given != setting.default:
             griffin_lim_flag = "--" + setting.name.replace("_", "-")
-            raise UserError(f"{griffin_lim_flag} {given} sets Griffin-Lim, which the {name} vocoder of {flag} does "
+            raise UserError(f"{griffin_lim_flag} {given} sets Griffin-Lim, which the {name} vocoder of {option} does "
                             f"not use{' for its magnitude' if spec.griffin_lim_settings else ''}: drop "
                             f"{griffin_lim_flag}")
     return spec.load(settings, device, dtype)
@@ -219,10 +219,10 @@ def vocoder_settings_of_options(vocoder: str, options: dict, compile: bool = Fal
     are taken out of `options` (keyword arguments by their flag's Python name). An option of another vocoder is a
     TypeError, as an unknown keyword is."""
     if str(vocoder).replace("-", "").replace("_", "").lower() == GRIFFIN_LIM.lower():
-        name, checkpoint, flag = GRIFFIN_LIM, None, ""
+        name, checkpoint, option = GRIFFIN_LIM, None, ""
     else:
         name, checkpoint = vocoder_family(str(vocoder)), str(vocoder)
-        flag = checkpoint_flag(name)
+        option = checkpoint_flag(name)
     spec = vocoder_spec(name) if name != GRIFFIN_LIM else None
     family_options = spec.settings if spec is not None else None
 
@@ -232,7 +232,7 @@ def vocoder_settings_of_options(vocoder: str, options: dict, compile: bool = Fal
         names = {setting.name for setting in dataclasses.fields(settings_class) if "set_by" not in setting.metadata}
         return settings_class(**{key: options.pop(key) for key in sorted(names & set(options))})
 
-    settings = VocoderSettings(name=name, checkpoint=checkpoint, checkpoint_flag=flag, options=take(family_options),
+    settings = VocoderSettings(name=name, checkpoint=checkpoint, checkpoint_flag=option, options=take(family_options),
                                denoiser=take(DenoiserSettings), griffin_lim=take(GriffinLimSettings), compile=compile)
     for other in VOCODERS:
         other_spec = vocoder_spec(other)

@@ -62,6 +62,12 @@ def export_torchscript(generator: Generator, path: str | Path, n_mel_channels: i
     return difference
 
 
+def add_export_args(group: argparse._ArgumentGroup) -> None:
+    """The flags that choose what is exported: here and scripts/export_onnx.py -m HiFiGAN."""
+    group.add_argument("--ema", action="store_true", help="HiFiGAN: export the generator's moving average")
+    group.add_argument("--hifigan-config", default=None, help="HiFiGAN: jik876's config_v*.json, for his g_ files")
+
+
 def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
     """scripts/export_onnx.py -m HiFiGAN: the generator (its moving average with --ema) as hifigan.onnx
     (InferencePart.export_onnx)."""
@@ -75,8 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Export a HiFi-GAN generator to ONNX and/or TorchScript",
                                      allow_abbrev=False)
     parser.add_argument("--checkpoint", required=True, help="HiFi-GAN file (ours, NVIDIA's or jik876's)")
-    parser.add_argument("--ema", action="store_true", help="export the moving average of the generator's weights")
-    parser.add_argument("--hifigan-config", default=None, help="jik876's config_v*.json, for his g_ files")
+    add_export_args(parser)
     parser.add_argument("--onnx", default=None, metavar="FILE", help="write an ONNX model here")
     parser.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the newest onnx knows)")
     parser.add_argument("--torchscript", default=None, metavar="FILE", help="write a TorchScript module here")

@@ -27,4 +27,4 @@ def logged(args: argparse.Namespace) -> dict:
 
 
 INFERENCE = mel_to_wav_part(VOCODER, add_input_args=add_input_args, logged=logged,
-                            export_onnx=export.export_checkpoint)
+                            export_onnx=export.export_checkpoint, add_export_args=export.add_export_args)

@@ -86,9 +86,13 @@ cut -d'|' -f2 "$FILELISTS/synthetic_audio_text_test.txt" > "$OUTPUT_DIR/test_sen
     --wavs "$OUTPUT_DIR/wavs" --phrases phrases/phrase.txt --seconds $(( $(date +%s) - start ))
 ASR_LM=${ASR_LM:-$(dirname "$ASR_CHECKPOINT")/lm_2gram.arpa}
 LM_FLAGS=()
-if [ -f "$ASR_LM" ]; then
-    source scripts/wav2vec2/demo_corpus.sh  # make demo-asr's decoding weights
-    set_lm_flags "$ASR_LM" "${ASR_BEAM_SIZE:-}"
+if [ -f "$ASR_LM" ] && [ -f "$ASR_CHECKPOINT" ]; then
+    if "$PYTHON" -c "import pyctcdecode, kenlm" 2>/dev/null; then
+        source scripts/wav2vec2/demo_corpus.sh  # make demo-asr's decoding weights
+        set_lm_flags "$ASR_LM" "${ASR_BEAM_SIZE:-}"
+    else
+        echo "Greedy decoding only: decoding with $ASR_LM needs pyctcdecode and kenlm (make setup-lm)"
+    fi
 fi
 if [ -f "$ASR_CHECKPOINT" ]; then
     echo "== Intelligibility: what $ASR_CHECKPOINT hears =="

@@ -26,8 +26,6 @@ from common.onnx_export import require_onnx
 from common.registry import INFERENCE, get_inference_part
 
 MINIMUM_OPSET = 17
-FAMILY_FLAGS = {"--wn-channels": "WaveGlow", "--ema": "HiFiGAN", "--hifigan-config": "HiFiGAN",
-                "--labels-path": "wav2vec2"}
 
 
 def exporting_families() -> list[str]:
@@ -44,21 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", required=True, metavar="FOLDER", help="where the .onnx files go")
     parser.add_argument("--opset", type=int, default=None,
                         help=f"ONNX opset, {MINIMUM_OPSET} or newer (default: the newest the onnx package knows)")
-    parser.add_argument("--wn-channels", type=int, default=None,
-                        help="WaveGlow: for a checkpoint without a model config (NVIDIA's waveglow256: 256)")
-    parser.add_argument("--ema", action="store_true", help="HiFiGAN: export the generator's moving average")
-    parser.add_argument("--hifigan-config", default=None, help="HiFiGAN: jik876's config_v*.json, for his g_ files")
-    parser.add_argument("--labels-path", default=None,
-                        help="wav2vec2: the dictionary (dict.ltr.txt) if the checkpoint carries none")
+    for name in exporting_families():  # each family's own flags (InferencePart.add_export_args)
+        add_export_args = get_inference_part(name).add_export_args
+        if add_export_args is not None:
+            add_export_args(parser.add_argument_group(f"-m {name}"))
     return parser
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    args = build_parser().parse_args(argv)
-    for flag, family in FAMILY_FLAGS.items():
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if value not in (None, False) and args.model_name != family:
-            raise UserError(f"{flag} is for -m {family}, not -m {args.model_name}: drop it")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for group in parser._action_groups:  # a flag of another family's export would change nothing: refused
+        family = group.title[3:] if group.title and group.title.startswith("-m ") else None
+        for action in group._group_actions if family not in (None, args.model_name) else ():
+            if vars(args)[action.dest] != action.default:
+                raise UserError(f"{action.option_strings[0]} is for -m {family}, not -m {args.model_name}: drop it")
     if args.opset is not None and args.opset < MINIMUM_OPSET:
         raise UserError(f"--opset {args.opset}: give {MINIMUM_OPSET} or newer (torch's exporter targets them)")
     require_onnx("scripts.export_onnx")

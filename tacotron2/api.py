@@ -165,6 +165,9 @@ class Synthesizer:
     def __init__(self, tacotron2: str, vocoder: VocoderSettings, settings: SynthesisSettings | None = None,
                  device: torch.device = torch.device("cpu"), dtype: torch.dtype = torch.float32):
         settings = settings or SynthesisSettings()
+        if settings.batch_size < 1 or settings.sentence_pause < 0:
+            raise UserError(f"batch_size must be at least 1 and sentence_pause 0 or more, got {settings.batch_size} "
+                            f"and {settings.sentence_pause}")
         self.settings, self.device, self.dtype = settings, device, dtype
         self.batch_size = settings.batch_size
         # NVIDIA's published checkpoint carries no config: it is the default architecture.

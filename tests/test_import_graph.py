@@ -128,6 +128,15 @@ def test_no_test_module_imports_another():
     assert imports_of_test_modules(ROOT / "tests") == []
 
 
+def test_no_package_imports_a_test_module():
+    """The library, scripts and experiments may use a test helper module (an experiment reusing the reference's
+    equations), never a test module."""
+    test_modules = {module_name(path): path for path in sorted((ROOT / "tests").rglob("test_*.py"))}
+    found = sorted((name, imported) for name, path in project_modules().items()
+                   for imported in imports_of(path, test_modules))
+    assert found == []
+
+
 def test_the_graph_sees_a_local_import_and_a_circle(tmp_path):
     """The checks above can fail: a function-local import is an edge, and two modules importing each other are
     a circle; an import under `if TYPE_CHECKING:` is not an edge."""

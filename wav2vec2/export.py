@@ -84,6 +84,11 @@ def greedy_transcripts(logits: np.ndarray, frame_padding_mask: np.ndarray, dicti
     return [dictionary.decode(collapse_ctc_labels(row[:length])) for row, length in zip(best, lengths)]
 
 
+def add_export_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--labels-path", default=None,
+                       help="wav2vec2: the dictionary (dict.ltr.txt) if the checkpoint carries none")
+
+
 def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
     """scripts/export_onnx.py -m wav2vec2: the CTC model (InferencePart.export_onnx); --labels-path for a file
     without its dictionary."""

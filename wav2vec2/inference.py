@@ -311,4 +311,4 @@ def run(args: argparse.Namespace) -> None:
 
 
 INFERENCE = InferencePart(name=RECIPE.name, add_args=add_args, run=run, translate_argv=translate_argv,
-                          export_onnx=export.export_checkpoint)
+                          export_onnx=export.export_checkpoint, add_export_args=export.add_export_args)

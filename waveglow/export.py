@@ -81,6 +81,11 @@ def export(model: WaveGlow, folder: str | Path, opset: int | None = None, what: 
     return {WAVEGLOW_FILE: difference}
 
 
+def add_export_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--wn-channels", type=int, default=None,
+                       help="WaveGlow: for a checkpoint without a model config (NVIDIA's waveglow256: 256)")
+
+
 def export_checkpoint(args: argparse.Namespace, folder: Path) -> dict[str, float]:
     """scripts/export_onnx.py -m WaveGlow (InferencePart.export_onnx); --wn-channels for a file without a config."""
     from waveglow.vocoder import load_waveglow

@@ -6,4 +6,4 @@ from common.mel_to_wav import mel_to_wav_part
 from waveglow import export
 from waveglow.vocoder import VOCODER
 
-INFERENCE = mel_to_wav_part(VOCODER, export_onnx=export.export_checkpoint)
+INFERENCE = mel_to_wav_part(VOCODER, export_onnx=export.export_checkpoint, add_export_args=export.add_export_args)

@@ -19,7 +19,7 @@ import torch
 
 from hifigan.checkpoints import generator_state_from_reference
 from hifigan.model import PRESETS, Generator
-from tests.hifigan.test_checkpoints import N_MEL, normed, nvidia_generator_weights, reference_generator
+from tests.hifigan.reference_generator import N_MEL, normed, nvidia_generator_weights, reference_generator
 
 SAMPLING_RATE = 22050
 

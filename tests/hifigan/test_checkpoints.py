@@ -14,6 +14,8 @@ from hifigan.checkpoints import (MEL_JIK876, MEL_TACOTRON, discriminator_state_f
                                  generator_for_inference, generator_state_to_reference, load_reference_discriminators,
                                  load_reference_generator, read_reference_discriminators)
 from hifigan.model import DiscriminatorP, DiscriminatorS, Generator
+from tests.hifigan.reference_generator import (N_MEL, flat_resblocks, normed, nvidia_generator_weights,
+                                              reference_generator)
 
 # Tiny, with two residual blocks per stage (so nothing may assume 3) of different dilation counts.
 TINY = {"resblock": "1", "upsample_rates": [4, 4], "upsample_kernel_sizes": [8, 8], "upsample_initial_channel": 16,
@@ -21,86 +23,9 @@ TINY = {"resblock": "1", "upsample_rates": [4, 4], "upsample_kernel_sizes": [8, 
 TINY_V3 = {"resblock": "2", "upsample_rates": [4, 2], "upsample_kernel_sizes": [8, 4],
            "upsample_initial_channel": 8, "resblock_kernel_sizes": [3, 5, 7],
            "resblock_dilation_sizes": [[1, 2], [2, 6], [3, 12]]}
-N_MEL = 80  # the reference hard-codes it
 TRAIN_SETUP = {"segment_size": 8192, "filter_length": 1024, "num_mels": 80, "hop_length": 256, "win_length": 1024,
                "sampling_rate": 22050, "mel_fmin": 0.0, "mel_fmax": 8000.0, "mel_fmax_loss": None,
                "max_wav_value": 32768.0, "seed": 1234, "base_lr": 3e-4, "lr_decay": 0.9998, "epochs_all": 6500}
-
-
-# ---- weights under the reference's names --------------------------------------------------------------------
-
-def nvidia_generator_weights(config: dict, seed: int = 0) -> dict:
-    """Random weights with NVIDIA's generator keys (nested resblocks, weight_g/weight_v) and shapes."""
-    rng = torch.Generator().manual_seed(seed)
-    sd = {}
-
-    def weight_normed(name, shape_v, bias_size, g_size):
-        sd[f"{name}.weight_g"] = 0.5 + torch.rand(g_size, 1, 1, generator=rng)
-        sd[f"{name}.weight_v"] = torch.randn(*shape_v, generator=rng)
-        sd[f"{name}.bias"] = 0.1 * torch.randn(bias_size, generator=rng)
-
-    channels = config["upsample_initial_channel"]
-    weight_normed("conv_pre", (channels, N_MEL, 7), channels, channels)
-    for i, (rate, kernel) in enumerate(zip(config["upsample_rates"], config["upsample_kernel_sizes"])):
-        weight_normed(f"ups.{i}", (channels, channels // 2, kernel), channels // 2, channels)  # (in, out, k)
-        channels //= 2
-        for j, (kernel_size, dilations) in enumerate(zip(config["resblock_kernel_sizes"],
-                                                         config["resblock_dilation_sizes"])):
-            names = ["convs1", "convs2"] if config["resblock"] == "1" else ["convs"]
-            for name in names:
-                for m in range(len(dilations)):
-                    weight_normed(f"resblocks.{i}.{j}.{name}.{m}", (channels, channels, kernel_size), channels,
-                                  channels)
-    weight_normed("conv_post", (1, channels, 7), 1, 1)
-    return sd
-
-
-def flat_resblocks(sd: dict, num_kernels: int) -> dict:
-    """NVIDIA's nested keys -> jik876's flat resblocks.<i * num_kernels + j>."""
-    out = {}
-    for key, value in sd.items():
-        parts = key.split(".")
-        if parts[0] == "resblocks":
-            key = ".".join(["resblocks", str(int(parts[1]) * num_kernels + int(parts[2]))] + parts[3:])
-        out[key] = value
-    return out
-
-
-def normed(sd, name):
-    """Legacy weight norm over every dimension but the first."""
-    v, g = sd[f"{name}.weight_v"], sd[f"{name}.weight_g"]
-    return g * v / v.flatten(1).norm(dim=1).view(-1, *[1] * (v.dim() - 1))
-
-
-def reference_generator(sd: dict, config: dict, mel: torch.Tensor) -> torch.Tensor:
-    x = F.conv1d(mel, normed(sd, "conv_pre"), sd["conv_pre.bias"], padding=3)
-    num_kernels = len(config["resblock_kernel_sizes"])
-    for i, (rate, kernel) in enumerate(zip(config["upsample_rates"], config["upsample_kernel_sizes"])):
-        x = F.leaky_relu(x, 0.1)
-        x = F.conv_transpose1d(x, normed(sd, f"ups.{i}"), sd[f"ups.{i}.bias"], stride=rate,
-                               padding=(kernel - rate) // 2)
-        xs = None
-        for j, (kernel_size, dilations) in enumerate(zip(config["resblock_kernel_sizes"],
-                                                         config["resblock_dilation_sizes"])):
-            h = x
-            for m, dilation in enumerate(dilations):
-                p = f"resblocks.{i}.{j}"
-                if config["resblock"] == "1":
-                    t = F.leaky_relu(h, 0.1)
-                    t = F.conv1d(t, normed(sd, f"{p}.convs1.{m}"), sd[f"{p}.convs1.{m}.bias"], dilation=dilation,
-                                 padding=(kernel_size * dilation - dilation) // 2)
-                    t = F.leaky_relu(t, 0.1)
-                    t = F.conv1d(t, normed(sd, f"{p}.convs2.{m}"), sd[f"{p}.convs2.{m}.bias"],
-                                 padding=(kernel_size - 1) // 2)
-                else:
-                    t = F.leaky_relu(h, 0.1)
-                    t = F.conv1d(t, normed(sd, f"{p}.convs.{m}"), sd[f"{p}.convs.{m}.bias"], dilation=dilation,
-                                 padding=(kernel_size * dilation - dilation) // 2)
-                h = t + h
-            xs = h if xs is None else xs + h
-        x = xs / num_kernels
-    x = F.leaky_relu(x)  # slope 0.01
-    return torch.tanh(F.conv1d(x, normed(sd, "conv_post"), sd["conv_post.bias"], padding=3))
 
 
 def mel(frames=6, batch=2, seed=1):

@@ -54,7 +54,7 @@ def main() -> None:
 
         def reference(mel: torch.Tensor) -> torch.Tensor:
             # The equations read weight-normed weights through `normed`; hand them the folded ones.
-            import tests.hifigan.test_checkpoints as equations
+            import tests.hifigan.reference_generator as equations
 
             original = equations.normed
             equations.normed = lambda _, name: weights[name]

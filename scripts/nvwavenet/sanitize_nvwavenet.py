@@ -20,7 +20,7 @@ import sys
 import torch
 
 from nvwavenet import kernels
-from tests.nvwavenet.test_kernels_emulated import TOLERANCE, check_sampling, inputs, random_export, reference
+from tests.nvwavenet.kernel_reference import TOLERANCE, check_sampling, inputs, random_export, reference
 
 R, S, A, LAYERS, MAX_DILATION = 64, 128, 256, 4, 4
 BATCH, PER_BLOCK, SAMPLES, CHUNK = 4, 2, 24, 10

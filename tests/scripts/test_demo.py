@@ -100,6 +100,17 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
         "wavs/OPEN-0001.wav", "wavs/OPEN-0002.wav", "wavs/OPEN-0003.wav"]
     assert (corpus / "wavs" / "OPEN-0001.wav").read_bytes() == first_sequence
 
+    # a set-up without the language model's packages (make setup, not setup-lm): greedy decoding, said once
+    shadow = tmp_path / "no_lm"
+    shadow.mkdir()
+    (shadow / "pyctcdecode.py").write_text("raise ImportError('pyctcdecode is not installed here')\n")
+    completed = run_demo(corpus, output, recognizer_checkpoint, OPEN_SEQUENCES="3", MOONSHINE="0",
+                         ASR_LM=str(tmp_path / "lm.arpa"), PYTHONPATH=str(shadow))
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "Greedy decoding only: decoding with" in completed.stdout and "make setup-lm" in completed.stdout
+    report = json.loads((output / "intelligibility_test" / "intelligibility.json").read_text())
+    assert report["lm"] is None and "with_lm" not in report["synthesized"]
+
 
 def test_epochs_must_be_a_whole_number(tmp_path):
     completed = run_demo(tmp_path / "corpus", tmp_path / "demo", tmp_path / "asr.pt", EPOCHS="forty")

@@ -42,8 +42,9 @@ vocoder_flag=""
 [ -n "${WAVEGLOW:-}" ] && vocoder_flag="--waveglow $WAVEGLOW"
 for batch in 1 4; do
     echo "== inference: batch $batch, 128 characters, $PRECISION, $DEVICE"
+    # Each line whole, as NVIDIA's benchmark decodes it: 400 steps would otherwise cut a 128-character line in pieces.
     "$PYTHON" inference.py -i phrases/phrase_128.txt -o "$OUT/infer_bs$batch" --tacotron2 "$checkpoint" \
-        --batch-size "$batch" --benchmark-repeats "$REPEATS" --max-decoder-steps 400 $vocoder_flag \
-        $precision_flag $device_flag --quiet
+        --batch-size "$batch" --benchmark-repeats "$REPEATS" --max-decoder-steps 400 --no-split-sentences \
+        $vocoder_flag $precision_flag $device_flag --quiet
     tail -n 1 "$OUT/infer_bs$batch/nvlog.json"
 done

@@ -111,11 +111,20 @@ def vocoder_spec(name: str) -> VocoderSpec | None:
         return None
 
 
+def _bare(text) -> str:
+    """A vocoder's name, case and punctuation aside: griffin-lim, GriffinLim and griffin_lim are one."""
+    return str(text).replace("-", "").replace("_", "").lower()
+
+
+def is_griffin_lim(text) -> bool:
+    """Whether a vocoder's name (or the Python API's vocoder argument) means Griffin-Lim."""
+    return _bare(text) == GRIFFIN_LIM.lower()
+
+
 def vocoder_name(text: str) -> str:
     """--vocoder's value, case and punctuation aside (waveglow, WaveGlow, griffin-lim)."""
-    wanted = text.replace("-", "").replace("_", "").lower()
     for name in (GRIFFIN_LIM, *VOCODERS):
-        if name.lower() == wanted:
+        if name.lower() == _bare(text):
             return name
     raise argparse.ArgumentTypeError(f"unknown vocoder '{text}'; choose one of {', '.join((GRIFFIN_LIM, *VOCODERS))}")
 
@@ -218,7 +227,7 @@ def vocoder_settings_of_options(vocoder: str, options: dict, compile: bool = Fal
     "griffin-lim"; the options that are settings of a vocoder (Griffin-Lim's, the denoiser's, the chosen family's)
     are taken out of `options` (keyword arguments by their flag's Python name). An option of another vocoder is a
     TypeError, as an unknown keyword is."""
-    if str(vocoder).replace("-", "").replace("_", "").lower() == GRIFFIN_LIM.lower():
+    if is_griffin_lim(vocoder):
         name, checkpoint, option = GRIFFIN_LIM, None, ""
     else:
         name, checkpoint = vocoder_family(str(vocoder)), str(vocoder)

@@ -18,6 +18,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ from common.quantization import QUANTIZE_CHOICES, check_quantize, quantize_help,
 from common.text import TextProcessor
 from common.text.sentences import split_long, split_sentences
 from common.trained_model import load_trained_model
-from common.vocoder import (GRIFFIN_LIM, VocoderSettings, load_vocoder, vocoder_option_names,
+from common.vocoder import (VocoderSettings, is_griffin_lim, load_vocoder, vocoder_option_names,
                             vocoder_settings_from_args, vocoder_settings_of_options)
 from tacotron2.alignment import alignment_health
 from tacotron2.cuda_graphs import use_cuda_graphs
@@ -237,7 +238,7 @@ class Synthesizer:
         if unknown:
             raise TypeError(f"unknown option(s) {', '.join(unknown)}; the options are "
                             f"{', '.join(sorted(synthesis_names | set(vocoder_option_names())))}")
-        if str(vocoder).replace("-", "").replace("_", "").lower() != GRIFFIN_LIM.lower():
+        if not is_griffin_lim(vocoder):
             vocoder = local_checkpoint(vocoder, check_hash)
         vocoder_options = {key: value for key, value in options.items() if key not in synthesis_names}
         vocoder_settings = vocoder_settings_of_options(vocoder, vocoder_options, compile=options.get("compile", False))
@@ -261,13 +262,18 @@ class Synthesizer:
         self._set_vocoder_seed_and_denoising(seed, denoise)
         pieces = self.pieces(texts, [f"texts[{index}]" for index in range(len(texts))])
         audio: list[list[torch.Tensor]] = [[] for _ in texts]
-        for index, start in enumerate(range(0, len(pieces), self.batch_size)):
-            batch = pieces[start:start + self.batch_size]
-            result = self.synthesize_batch([piece.text for piece in batch], [piece.source for piece in batch],
-                                           seed + index)
+        for batch, result in self.synthesize_pieces(pieces, seed):
             for row, piece in enumerate(batch):
                 audio[piece.utterance].append(result["audio"][row, :int(result["audio_lengths"][row])])
         return [self.join(parts).numpy().astype(np.float32) for parts in audio]
+
+    def synthesize_pieces(self, pieces: list[Piece], seed: int) -> Iterator[tuple[list[Piece], dict]]:
+        """Each batch of self.batch_size pieces, in order, with its synthesize_batch result; batch i is seeded
+        seed + i (what synthesize and inference.py both do)."""
+        for index, start in enumerate(range(0, len(pieces), self.batch_size)):
+            batch = pieces[start:start + self.batch_size]
+            yield batch, self.synthesize_batch([piece.text for piece in batch], [piece.source for piece in batch],
+                                               seed + index)
 
     def max_piece_symbols(self) -> int:
         """The most symbols a piece of text may have: what the demo's voice says within --max-decoder-steps with a

@@ -176,27 +176,26 @@ def run(args: argparse.Namespace) -> None:
     logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":
                        str(synthesizer.device), "precision": str(synthesizer.dtype), "batch_size": args.batch_size})
     pieces = synthesizer.pieces([text for _, text in phrases], [source_of.format(number) for number, _ in phrases])
-    batches = [pieces[start:start + args.batch_size] for start in range(0, len(pieces), args.batch_size)]
+    first_batch = pieces[:args.batch_size]
 
     def synthesize(batch, seed):
         return synthesizer.synthesize_batch([piece.text for piece in batch], [piece.source for piece in batch], seed)
 
     if args.benchmark_repeats:
-        summary = benchmark(lambda seed: throughput_record(synthesize(batches[0], seed), synthesizer.audio_params),
+        summary = benchmark(lambda seed: throughput_record(synthesize(first_batch, seed), synthesizer.audio_params),
                             args, averaged=("tacotron2_latency", "vocoder_latency", "samples_per_sec",
                                             "real_time_factor", "tacotron2_mel_frames_per_sec", "mel_frames"))
-        summary["batch_size"] = len(batches[0])
-        summary["input_characters"] = int(sum(len(piece.text) for piece in batches[0]) / len(batches[0]))
+        summary["batch_size"] = len(first_batch)
+        summary["input_characters"] = int(sum(len(piece.text) for piece in first_batch) / len(first_batch))
         logger.log([], summary)
         logger.close()
         return
 
-    warm_up(lambda seed: synthesize(batches[0], seed), args)
+    warm_up(lambda seed: synthesize(first_batch, seed), args)
     sampling_rate = synthesizer.audio_params.sampling_rate
     audio_parts: list[torch.Tensor] = []  # the pieces of the line being said
     mel_parts: list[torch.Tensor] = []
-    for index, batch in enumerate(batches):
-        result = synthesize(batch, args.seed + index)
+    for index, (batch, result) in enumerate(synthesizer.synthesize_pieces(pieces, args.seed)):
         logger.log([index], throughput_record(result, synthesizer.audio_params), echo=not args.quiet)
         for row, piece in enumerate(batch):
             line_number = phrases[piece.utterance][0]

@@ -44,7 +44,7 @@ from common.inference_part import InferencePart
 from common.quantization import add_quantize_arg
 from wav2vec2 import export
 from wav2vec2.arg_parser import no_ema
-from wav2vec2.api import CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance
+from wav2vec2.api import CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance, samples_for
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates, transcripts)
@@ -176,16 +176,6 @@ def manifest_from_data_and_subset(argv: list[str]) -> list[str]:
     return rest + ["-i", str(Path(given["--data"]) / f"{subset}.tsv")]
 
 
-def receptive_field(conv_feature_layers: list[tuple[int, int, int]]) -> int:
-    """Samples the feature extractor's convolutions (dim, kernel, stride; no padding) read for one frame: fewer
-    give no frame at all, and the convolutions fail."""
-    samples, stride_so_far = 1, 1
-    for _, kernel, stride in conv_feature_layers:
-        samples += (kernel - 1) * stride_so_far
-        stride_so_far *= stride
-    return samples
-
-
 def read_inputs(inputs: list[str], sampling_rate: int, normalize: bool = False,
                 min_samples: int = 1) -> list[Utterance]:
     """The utterances of a manifest (with its references, if any) or of audio files, in input order; `normalize`:
@@ -241,7 +231,7 @@ def run(args: argparse.Namespace) -> None:
     decoder = decoder_from_args(args, recognizer)
     sampling_rate = SAMPLING_RATE
     utterances = read_inputs(args.input, sampling_rate, normalize=recognizer.model.config["normalize"],
-                             min_samples=receptive_field(parse_conv_feature_layers(
+                             min_samples=samples_for(1, parse_conv_feature_layers(
                                  recognizer.model.config["conv_feature_layers"])))
     logger = open_run_logger(args)
     output = Path(args.output)

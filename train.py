@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 
-from common.arguments import add_training_args, compatibility_group, parse_args, read_reference_spellings
+from common.arguments import compatibility_group, parse_args, read_reference_spellings
 from common.errors import USER_ERROR_EXIT_CODE, ArgumentParser
 from common.preemption import PREEMPTED_EXIT_CODE
 from common.registry import RECIPES, get_recipe, model_name_in
 from common.torch_version import check_torch_version
+from common.training_settings import TrainingSettings, add_training_args
 
 EXIT_STATUS = (
     "exit status: 0 when the run is finished (--epochs, --max-updates or --epochs-this-job reached); "
@@ -28,9 +29,10 @@ EXIT_STATUS = (
 def build_parser(model_name: str | None) -> argparse.ArgumentParser:
     parser = ArgumentParser(description="Train a speech model", allow_abbrev=False, epilog=EXIT_STATUS)
     parser.add_argument("-m", "--model-name", required=True, choices=list(RECIPES))
-    add_training_args(parser)
-    if model_name in RECIPES:
-        get_recipe(model_name).add_args(parser)
+    recipe = get_recipe(model_name) if model_name in RECIPES else None
+    add_training_args(parser, recipe.settings if recipe is not None else TrainingSettings)
+    if recipe is not None:
+        recipe.add_args(parser)
     compatibility_group(parser)  # --help says that NVIDIA's `--flag_name` spellings are read
     return parser
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     from common.trainer import Trainer
 
-    trainer = Trainer(recipe, args)
+    trainer = Trainer.from_args(recipe, args)
     trainer.train()
     if trainer.exit_status:
         sys.exit(trainer.exit_status)

@@ -33,7 +33,6 @@ from typing import Callable
 from common.audio import AudioParams
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
-from common.schedules import add_schedule_args
 
 # Flag value checkers: argparse turns their ArgumentTypeError into an error naming the flag and the value.
 
@@ -117,8 +116,8 @@ class ChoosePrecision(argparse.Action):
     """--amp, --bf16 and --fp32 each switch the other two off, so the last one named wins: over a preset's (whose
     values are defaults) and over an earlier flag (a script may put --fp32 before its user's arguments)."""
 
-    def __init__(self, option_strings, dest, **keywords):
-        super().__init__(option_strings, dest, nargs=0, default=False, **keywords)
+    def __init__(self, option_strings, dest, default=False, **keywords):
+        super().__init__(option_strings, dest, nargs=0, default=default, **keywords)
 
     def __call__(self, parser, namespace, values, option_string=None):
         for precision in PRECISION_FLAGS:
@@ -134,95 +133,6 @@ def add_device_args(group) -> None:
     group.add_argument("--fp32", action=ChoosePrecision,
                        help="full precision (the default; the last of --amp, --bf16 and --fp32 wins, over a preset's "
                             "too)")
-
-
-def add_training_args(parser: argparse.ArgumentParser) -> None:
-    general = parser.add_argument_group("run")
-    general.add_argument("-o", "--output", required=True, help="directory for checkpoints and logs (created)")
-    general.add_argument("-d", "--dataset-path", default="./", help="root that filelist paths are relative to")
-    general.add_argument("--log-file", default="nvlog.json", help="DLLogger JSON-lines file, relative to --output")
-    general.add_argument("--tensorboard-dir", default=None, help="write TensorBoard events here")
-    general.add_argument("--config-file", default=None, help="JSON file of flag defaults (a preset)")
-    general.add_argument("--seed", type=non_negative_int, default=1234,
-                         help="seeds data order, dropout and init on every rank")
-    general.add_argument("--dry-run", action="store_true",
-                         help="print the resolved flags and model configuration, and exit without training")
-    general.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration stdout lines")
-
-    training = parser.add_argument_group("training (the run ends at --epochs or --max-updates, whichever comes first)")
-    training.add_argument("--epochs", type=non_negative_int, default=None, help="passes over the training set")
-    training.add_argument("--max-updates", type=non_negative_int, default=None, help="optimizer steps")
-    training.add_argument("--epochs-per-checkpoint", type=non_negative_int, default=50,
-                          help="checkpoint every N epochs (0: only at the end)")
-    training.add_argument("--save-interval-updates", "--iters-per-checkpoint", dest="save_interval_updates",
-                          type=non_negative_int, default=0, help="also checkpoint every N optimizer steps (0: off)")
-    training.add_argument("--val-interval-updates", type=non_negative_int, default=0,
-                          help="validate every N optimizer steps instead of at the end of each epoch (0: off)")
-    training.add_argument("--checkpoint-path", default="", help="resume from this checkpoint")
-    training.add_argument("--resume-from-last", action="store_true",
-                          help="resume from checkpoint_<model>_last.pt in --output if it exists")
-    training.add_argument("--warm-start", default=None, metavar="CKPT",
-                          help="start from the weights of a trained checkpoint (ours or NVIDIA's) that fit, with a "
-                               "fresh optimizer at step 0 (a new voice or language; Tacotron 2 and WaveGlow)")
-    training.add_argument("--ignore-layers", nargs="+", default=[], metavar="NAME",
-                          help="with --warm-start: weights left as initialised, by parameter name or module prefix "
-                               "(e.g. embedding); weights of another shape are left anyway")
-    add_device_args(training)
-    training.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
-                          help="TF32 matmuls and convolutions on Ampere and newer GPUs")
-    training.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
-                          help="torch.compile the model's hot loops (what each family compiles: <family>/README.md)")
-    training.add_argument("--cudnn-enabled", action=argparse.BooleanOptionalAction, default=True)
-    training.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False)
-    training.add_argument("--num-workers", type=non_negative_int, default=2, help="data loader worker processes")
-    training.add_argument("--val-interval-epochs", type=positive_int, default=1,
-                          help="validate every N epochs and after the last (without --val-interval-updates)")
-    training.add_argument("--epochs-this-job", type=non_negative_int, default=0,
-                          help="stop after N epochs of this invocation, with a checkpoint, and exit 0; "
-                               "--resume-from-last goes on (0: no limit)")
-    training.add_argument("--max-skipped-steps", type=non_negative_int, default=0,
-                          help="after N steps in a row skipped for a non-finite loss or gradient, stop with an "
-                               "error naming the last checkpoint (0: never; with --amp leave room for the loss "
-                               "scaler's first overflows, e.g. 100)")
-    training.add_argument("--benchmark-epochs-num", type=non_negative_int, default=0,
-                          help="log the mean throughput of the last N epochs as train_benchmark_items_per_sec")
-
-    retention = parser.add_argument_group(
-        "checkpoint retention (periodic checkpoints; the best one and the `last` link are always kept)")
-    retention.add_argument("--keep-last-checkpoints", type=non_negative_int, default=0,
-                           help="keep the newest N periodic checkpoints and delete older ones once a newer one is "
-                                "written (0: keep all, the default)")
-    retention.add_argument("--keep-every-updates", type=non_negative_int, default=0,
-                           help="never delete a checkpoint written at a multiple of N optimizer steps")
-    retention.add_argument("--keep-every-epochs", type=non_negative_int, default=0,
-                           help="never delete a checkpoint written at the end of a multiple of N epochs")
-    retention.add_argument("--no-save", action="store_true",
-                           help="write no checkpoints at all (benchmarks)")
-
-    optimization = parser.add_argument_group("optimization")
-    optimization.add_argument("-lr", "--learning-rate", type=non_negative_float, required=True)
-    optimization.add_argument("--weight-decay", type=non_negative_float, default=1e-6)
-    optimization.add_argument("--grad-clip-thresh", type=non_negative_float, default=1.0,
-                              help="max gradient norm (0: no clipping; the norm is still logged)")
-    optimization.add_argument("-bs", "--batch-size", type=positive_int, default=None,
-                              help="items per batch, per process (models that batch by size take their own flag)")
-    optimization.add_argument("--grad-accumulation", type=positive_int, default=1,
-                              help="batches accumulated into one optimizer step")
-    add_schedule_args(optimization)
-
-    data = parser.add_argument_group("dataset")
-    data.add_argument("--training-files", default="filelists/ljs_audio_text_train_filelist.txt")
-    data.add_argument("--validation-files", default="filelists/ljs_audio_text_val_filelist.txt")
-
-    add_audio_args(parser)
-
-    distributed = parser.add_argument_group("distributed (launch with torchrun or python -m multiproc)")
-    distributed.add_argument("--dist-backend", default=None, choices=["nccl", "gloo"],
-                             help="default: nccl on GPUs, gloo on CPUs")
-    distributed.add_argument("--distributed-timeout", type=positive_float, default=30.0, metavar="MINUTES",
-                             help="how long a collective may wait for the other ranks before the run ends (torch's "
-                                  "process-group timeout); a rank that fails stops the others at once anyway, so "
-                                  "this only bounds a rank that hangs without failing")
 
 
 def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:
@@ -347,11 +257,25 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
 def flag(default, help: str | None = None, **keywords) -> dataclasses.Field:
     """A config field that is a command-line flag, `--field-name`, with this default and help. keywords go to
     add_argument (`type=positive_int`, `choices`, `action`, `nargs`, `metavar`) and may be `aliases=[...]` (other
-    names of the flag) or `saved_if_changed=True` (left out of config_dict at its default, so configs saved before
+    names of the flag), `group="title"` (its --help group), `exclusive="name"` (flags of one group that exclude each
+    other share a name) or `saved_if_changed=True` (left out of config_dict at its default, so configs saved before
     the field existed keep their keys)."""
     default_keyword = ({"default_factory": lambda: copy.deepcopy(default)} if isinstance(default, (list, dict))
                        else {"default": default})
     return dataclasses.field(**default_keyword, metadata={"help": help, **keywords})
+
+
+def required_flag(help: str | None = None, **keywords) -> dataclasses.Field:
+    """A field without a default whose flag the command line (or a preset) must give, as flag() takes it."""
+    return dataclasses.field(metadata={"help": help, "required": True, **keywords})
+
+
+def argument_group(parser: argparse.ArgumentParser, title: str):
+    """The parser's --help group of this title, made the first time it is asked for."""
+    groups = vars(parser).setdefault("groups_by_title", {})
+    if title not in groups:
+        groups[title] = parser.add_argument_group(title)
+    return groups[title]
 
 
 def not_a_flag(set_by: str, default=dataclasses.MISSING) -> dataclasses.Field:
@@ -377,19 +301,34 @@ def _flag_type(annotation) -> tuple[type, bool]:
 
 
 def add_dataclass_args(group, config_class: type, defaults_named: str | None = None) -> None:
-    """`--field-name` for every field of config_class made by flag(), its value in args.field_name. The type
-    comes from the annotation (a bool is a switch: `--name`, and `--no-name` unless it is off by default; a list
-    takes one or more values) unless the field's keywords say otherwise. defaults_named: every flag defaults to None
-    (the caller fills in the dataclass's defaults, or another model's values) and its help ends in
-    "(<defaults_named>: <the dataclass's default>)"."""
+    """`--field-name` for every field of config_class made by flag() or required_flag(), its value in
+    args.field_name. The type comes from the annotation (a bool is a switch: `--name`, and `--no-name` unless it is
+    off by default; a list takes one or more values) unless the field's keywords say otherwise. A field whose
+    keywords name a group goes in the parser's group of that title (`group` is then the parser), else in `group`.
+    defaults_named: every flag defaults to None (the caller fills in the dataclass's defaults, or another model's
+    values) and its help ends in "(<defaults_named>: <the dataclass's default>)"."""
     annotations = typing.get_type_hints(config_class)
+    exclusive_groups = {}
     for field in dataclasses.fields(config_class):
         if "set_by" in field.metadata:
             continue
         keywords = dict(field.metadata)
-        names = ["--" + field.name.replace("_", "-"), *keywords.pop("aliases", ())]
+        aliases = keywords.pop("aliases", ())  # a short one (-o) first, as messages name the flag by its names
+        names = [*(alias for alias in aliases if not alias.startswith("--")), "--" + field.name.replace("_", "-"),
+                 *(alias for alias in aliases if alias.startswith("--"))]
         keywords.pop("saved_if_changed", None)
-        default = field.default if field.default_factory is dataclasses.MISSING else field.default_factory()
+        title, exclusive = keywords.pop("group", None), keywords.pop("exclusive", None)
+        target = argument_group(group, title) if title is not None else group
+        if exclusive is not None:
+            if (title, exclusive) not in exclusive_groups:
+                exclusive_groups[title, exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive_groups[title, exclusive]
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            default = None  # a required flag
         if defaults_named is not None:
             keywords["help"] = f"{keywords['help']} ({defaults_named}: {default})"
             default = None
@@ -402,7 +341,7 @@ def add_dataclass_args(group, config_class: type, defaults_named: str | None = N
                     keywords.setdefault("type", value_type)
                 if is_list:
                     keywords.setdefault("nargs", "+")
-        group.add_argument(*names, dest=field.name, default=default, **keywords)
+        target.add_argument(*names, dest=field.name, default=default, **keywords)
 
 
 def config_from_args(config_class: type, args: argparse.Namespace, **values):

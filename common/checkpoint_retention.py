@@ -15,10 +15,13 @@ empty list, so the base checkpoints are never deleted (NVIDIA's rotation deletes
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # whose flags set the policy
+    from common.training_settings import TrainingSettings
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,9 @@ class RetentionPolicy:
     every_epochs: int = 0  # milestones at the end of every this many epochs (0: none)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "RetentionPolicy":
-        return cls(args.keep_last_checkpoints, args.keep_every_updates, args.keep_every_epochs)
+    def of(cls, settings: TrainingSettings) -> RetentionPolicy:
+        """The policy of --keep-last-checkpoints, --keep-every-updates and --keep-every-epochs."""
+        return cls(settings.keep_last_checkpoints, settings.keep_every_updates, settings.keep_every_epochs)
 
     def is_milestone(self, iteration: int, completed_epochs: int | None) -> bool:
         """`completed_epochs`: the epochs done, for a checkpoint written at the end of an epoch; None inside one."""

@@ -115,6 +115,11 @@ def wrap_parts(model: nn.Module, part_names: tuple[str, ...], context: Distribut
     return ModelParts(parts)
 
 
+def unwrapped(model: nn.Module) -> nn.Module:
+    """The model inside a DDP wrapper (a recipe's compute_loss may get either)."""
+    return model.module if isinstance(model, DistributedDataParallel) else model
+
+
 def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
     """Sum a tensor over ranks (a no-op in a single process). Returns a new tensor."""
     values = values.detach().clone()

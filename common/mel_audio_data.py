@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, Sampler
 
+from common.arguments import flag
 from common.audio import LOG_CLAMP_MIN, AudioParams, MelSpectrogram, load_wav
 from common.audio_crops import AudioCropDataset, crop_audio_and_mel
 from common.errors import UserError, UserFileNotFoundError
@@ -30,25 +31,26 @@ from common.filelist import read_filelist
 from common.item_cache import ItemCache
 from common.recipe import BatchingContext
 from common.sampler import EpochBatchSampler, fixed_size_batches
+from common.training_settings import TrainingSettings
 
+DATA = "data (hop-aligned audio crops and their mels)"
 SILENCE = math.log(LOG_CLAMP_MIN)  # the log mel of zero audio: what a loaded mel is padded with past its end
 
 
-def add_data_args(parser: argparse.ArgumentParser, family: str, default_segment_length: int) -> argparse._ArgumentGroup:
-    """--segment-length and --input-mels-dir in a group "<family> data", which the caller may add to."""
-    group = parser.add_argument_group(f"{family} data")
-    group.add_argument("--segment-length", "--segment-size", dest="segment_length", type=int,
-                       default=default_segment_length,
-                       help=f"audio samples per training crop, a multiple of --hop-length (default "
-                            f"{default_segment_length}); --segment-size is NVIDIA's HiFi-GAN's name")
-    group.add_argument("--input-mels-dir", default=None,
-                       help="train on an acoustic model's own mels: the input mels are <stem>.pt or <stem>.npy "
-                            "files (n_mel_channels x frames, frame-aligned with the wav) in this folder")
-    group.add_argument("--keep-in-memory", action=argparse.BooleanOptionalAction, default=False,
-                       help="keep each training clip (and its input mel) in memory once read, instead of reading "
-                            "it for every crop: for a corpus that fits (make demo's: about 250 MB); with "
-                            "--num-workers 0")
-    return group
+@dataclass(kw_only=True)
+class MelAudioDataSettings(TrainingSettings):
+    """The data flags of a vocoder trained on these items; its settings class subclasses this one and gives
+    --segment-length its own default (default_of)."""
+    segment_length: int = flag(8192, "audio samples per training crop, a multiple of --hop-length (default "
+                                     "%(default)s); --segment-size is NVIDIA's HiFi-GAN's name",
+                               aliases=["--segment-size"], group=DATA)
+    input_mels_dir: str | None = flag(None, "train on an acoustic model's own mels: the input mels are <stem>.pt or "
+                                            "<stem>.npy files (n_mel_channels x frames, frame-aligned with the wav) "
+                                            "in this folder", group=DATA)
+    keep_in_memory: bool = flag(False, "keep each training clip (and its input mel) in memory once read, instead of "
+                                       "reading it for every crop: for a corpus that fits (make demo's: about 250 "
+                                       "MB); with --num-workers 0", action=argparse.BooleanOptionalAction,
+                                group=DATA)
 
 
 def frames_of(num_samples: int, hop_length: int) -> int:
@@ -192,10 +194,10 @@ def batch_to_device(batch: MelAudioBatch, device: torch.device) -> MelAudioBatch
     return batch.to(device)
 
 
-def crops_or_whole_utterances(args: argparse.Namespace, dataset: Dataset, context: BatchingContext) -> Sampler:
+def crops_or_whole_utterances(settings: MelAudioDataSettings, dataset: Dataset, context: BatchingContext) -> Sampler:
     """The batch sampler (common/recipe.py): training, -bs crops; validation, one whole utterance per batch, so no
     padding changes what is measured."""
     if context.training:
-        return fixed_size_batches(args, dataset, context)
+        return fixed_size_batches(settings, dataset, context)
     return EpochBatchSampler(len(dataset), 1, shuffle=False, drop_last=False, seed=context.seed,
                              rank=context.rank, world_size=context.world_size)

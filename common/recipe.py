@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, Sampler
 
-from common.audio import AudioParams
 from common.distributed import ModelParts
+from common.training_settings import TrainingSettings
 
 if TYPE_CHECKING:  # training_state builds the samplers of BatchingContext, below
     from common.training_state import ReferenceTrainingState
@@ -101,7 +101,7 @@ class InPlaceStart:
     acoustic model's mels in the base run's own folder). The epoch it started at is saved in every later checkpoint
     (`fine_tune_epoch_start`), so the next load in the folder resumes it and changes nothing again."""
     flag: str  # its spelling, for messages: "--fine-tuning"
-    asked: Callable[[argparse.Namespace], bool]  # whether the run's flags ask for it
+    asked: Callable[[TrainingSettings], bool]  # whether the run's settings ask for it
     # (trainer, the base checkpoint) -> None, on the first load, after the base run's state is restored: the change
     # (HiFi-GAN: learning rates x --fine-tune-lr-factor); raises UserError where it cannot start.
     start: Callable[[Any, Path], None]
@@ -112,21 +112,27 @@ class InPlaceStart:
 class Recipe:
     name: str  # the -m value; also names checkpoints: checkpoint_<name>_<epoch>.pt
     items_unit: str  # "mel_frames" or "samples": what items/sec counts
-    add_args: Callable[[argparse.ArgumentParser], None]  # the model's and its data's flags (arg_parser.py)
-    model_config: Callable[[argparse.Namespace], dict]  # constructor kwargs, saved in every checkpoint
+    # The model's flags (its config dataclass, arg_parser.py) and the checks across them; the family's other flags
+    # are the fields of `settings` below.
+    add_args: Callable[[argparse.ArgumentParser], None]
+    model_config: Callable[[argparse.Namespace], dict]  # constructor kwargs of the parsed flags, saved in checkpoints
     build_model: Callable[[dict], nn.Module]  # from model_config's dict (also used when loading for inference)
-    build_data: Callable[[argparse.Namespace, AudioParams], DataSplits]
+    build_data: Callable[[TrainingSettings, dict], DataSplits]  # (settings, model_config)
     batch_to_device: Callable[[Any, torch.device], Any]
-    compute_loss: Callable[[nn.Module, Any, argparse.Namespace], StepOutput]  # model may be DDP-wrapped
+    compute_loss: Callable[[nn.Module, Any, TrainingSettings], StepOutput]  # model may be DDP-wrapped
     task: str  # Hugging Face's pipeline tag for its model card: "text-to-speech" or "automatic-speech-recognition"
     description: str  # what the model is, in a sentence or two: the first words of its model card
+    # The run's settings: TrainingSettings, or the family's subclass of it whose fields are its own training, data
+    # and loss flags. Every hook below that takes settings gets an instance of this class.
+    settings: type[TrainingSettings] = TrainingSettings
 
     # ---- the model -------------------------------------------------------------------------------------------
     # Training-only initialisation after build_model, e.g. Tacotron 2's re-draw of BatchNorm weights as NVIDIA does.
-    init_weights: Callable[[nn.Module, argparse.Namespace], None] | None = None
-    # (model on its device, args) -> None: with --compile, compile the family's hot modules in place (torch.compile);
+    init_weights: Callable[[nn.Module, TrainingSettings], None] | None = None
+    # (model on its device, settings) -> None: with --compile, compile the family's hot modules in place
+    # (torch.compile);
     # called before DDP wrapping. None: --compile compiles nothing for this family.
-    compile_model: Callable[[nn.Module, argparse.Namespace], None] | None = None
+    compile_model: Callable[[nn.Module, TrainingSettings], None] | None = None
     # (model, optimizer steps taken) -> None, before every step and after a resume: for what changes with training
     # progress inside the model (wav2vec 2.0's quantizer temperature, a frozen encoder's unfreezing).
     set_num_updates: Callable[[nn.Module, int], None] | None = None
@@ -137,15 +143,16 @@ class Recipe:
     # True when a step may leave some parameters without gradients (LayerDrop, a frozen encoder): DDP then looks for
     # them every step (a small cost), instead of waiting for their gradients forever.
     find_unused_parameters: bool = False
-    # (model, args) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
+    # (model, settings) -> {name: optimizer} (default: one Adam named "model" over every parameter at --learning-rate).
     # Per-group learning rates set here are kept: the schedule multiplies each group's own initial rate.
-    build_optimizers: Callable[[nn.Module, argparse.Namespace], dict[str, torch.optim.Optimizer]] | None = None
-    # For several optimizers: train_step(parts, micro_batches, args, trainer) -> StepOutput gets the parts (DDP-wrapped
+    build_optimizers: Callable[[nn.Module, TrainingSettings], dict[str, torch.optim.Optimizer]] | None = None
+    # For several optimizers: train_step(parts, micro_batches, settings, trainer) -> StepOutput gets the parts
+    # (DDP-wrapped
     # when distributed, by name: parts.generator) and the step's micro-batches (--grad-accumulation of them, on the
     # device), and trains them with the trainer's building blocks (TrainerView above).
-    train_step: Callable[[ModelParts, list, argparse.Namespace, TrainerView], StepOutput] | None = None
-    # args -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
-    lr_schedule: Callable[[argparse.Namespace], Any] | None = None
+    train_step: Callable[[ModelParts, list, TrainingSettings, TrainerView], StepOutput] | None = None
+    # settings -> schedule (an object with multiplier(epoch, step) and state_dict()); default: --lr-schedule's.
+    lr_schedule: Callable[[TrainingSettings], Any] | None = None
 
     # Whether --warm-start CKPT [--ignore-layers NAME ...] may start this family from trained weights with a fresh
     # optimizer and step count (common/training_state.py: warm_start). False: the flag is an error naming the family
@@ -153,23 +160,24 @@ class Recipe:
     warm_start: bool = False
 
     # ---- the data --------------------------------------------------------------------------------------------
-    # args -> the text front-end (TTS symbols, ASR letters...) with to_dict(), saved in checkpoints; None: no text.
-    text_processor: Callable[[argparse.Namespace], Any] | None = None
-    # (args, dataset, context) -> a batch sampler with set_epoch(epoch, skip_batches) and len(), a pure function of
+    # settings -> the text front-end (TTS symbols, ASR letters...) with to_dict(), saved in checkpoints; None: no text.
+    text_processor: Callable[[TrainingSettings], Any] | None = None
+    # (settings, dataset, context) -> a batch sampler with set_epoch(epoch, skip_batches) and len(), a pure function of
     # (seed, epoch) sharded by rank (common/sampler.py has two). Default: EpochBatchSampler of --batch-size items.
-    batch_sampler: Callable[[argparse.Namespace, Dataset, BatchingContext], Sampler] | None = None
-    # (batch on the host, args) -> how many items its loss is a mean over (mel frames, target tokens, masked frames).
+    batch_sampler: Callable[[TrainingSettings, Dataset, BatchingContext], Sampler] | None = None
+    # (batch on the host, settings) -> how many items its loss is a mean over (mel frames, target tokens, masked
+    # frames).
     # Gradients of the micro-batches of one step, on every rank, are weighted by it, so the step's gradient is
     # the mean over all those items. Default: every micro-batch weighs the same.
-    loss_items: Callable[[Any, argparse.Namespace], int] | None = None
+    loss_items: Callable[[Any, TrainingSettings], int] | None = None
 
     # ---- validation ------------------------------------------------------------------------------------------
     # The validation set's StepOutput.sums, added up -> {name: value} to log (e.g. {"val_wer": 0.15}); default: each
     # sum logged as val_<name>.
     validation_metrics: Callable[[dict[str, float]], dict[str, float]] | None = None
-    # (unwrapped model, one validation batch on device, args) -> {"scalars": {...}, "images": {...},
+    # (unwrapped model, one validation batch on device, settings) -> {"scalars": {...}, "images": {...},
     # "audio": {...}} for the log and TensorBoard, on rank 0 (e.g. Tacotron 2's alignment plots).
-    validation_report: Callable[[nn.Module, Any, argparse.Namespace], dict] | None = None
+    validation_report: Callable[[nn.Module, Any, TrainingSettings], dict] | None = None
     # A logged validation value where lower is better (e.g. "val_wer"): whenever it improves, the checkpoint is
     # also written as checkpoint_<name>_best.pt (besides the regular ones, which are never deleted).
     best_checkpoint_metric: str | None = None

@@ -10,12 +10,15 @@ A run resumed mid-epoch with other batching than the run that began the epoch (a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import torch
 from torch.utils.data import Sampler
 
 from common.errors import UserError
+
+if TYPE_CHECKING:  # whose --batch-size fixed_size_batches reads
+    from common.training_settings import TrainingSettings
 
 
 @dataclass
@@ -182,11 +185,12 @@ class MaxTokensBatchSampler(ResumableEpochs, Sampler[list[int]]):
         return max(len(self._all_batches()[self.rank::self.world_size]) - self._batches_to_skip(), 0)
 
 
-def fixed_size_batches(args, dataset, context, lengths: list[int] | None = None) -> EpochBatchSampler:
+def fixed_size_batches(settings: TrainingSettings, dataset, context, lengths: list[int] | None = None
+                       ) -> EpochBatchSampler:
     """The default batching of common.recipe.Recipe.batch_sampler (context: its BatchingContext): --batch-size items per
     batch and rank, reshuffled every epoch; with `lengths`, items of similar length batch together (in training)."""
-    if args.batch_size is None:
+    if settings.batch_size is None:
         raise UserError("-bs/--batch-size is required: items per batch and per process")
-    return EpochBatchSampler(len(dataset), args.batch_size, shuffle=context.training, drop_last=context.training,
+    return EpochBatchSampler(len(dataset), settings.batch_size, shuffle=context.training, drop_last=context.training,
                              seed=context.seed, rank=context.rank, world_size=context.world_size,
                              lengths=lengths if context.training else None)

@@ -6,29 +6,16 @@ with its own rate) keep their ratios: the trainer sets lr = base_lr * multiplier
 """
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from common.errors import UserError
+
+if TYPE_CHECKING:  # whose flags choose the schedule
+    from common.training_settings import TrainingSettings
+
 SCHEDULES = ("epoch-anneal", "warmup-polynomial", "tri-stage")
-
-
-def add_schedule_args(group) -> None:
-    group.add_argument("--lr-schedule", default="epoch-anneal", choices=SCHEDULES,
-                       help="epoch-anneal: NVIDIA's Tacotron 2/WaveGlow steps at --anneal-steps; warmup-polynomial: "
-                            "linear warm-up then polynomial decay to --final-lr-scale at --max-updates; tri-stage: "
-                            "warm-up, hold, exponential decay (wav2vec 2.0)")
-    group.add_argument("--anneal-steps", nargs="*", type=int, default=[],
-                       help="epochs at which the learning rate is annealed (epoch-anneal)")
-    group.add_argument("--anneal-factor", type=float, default=0.1, choices=[0.1, 0.3])
-    group.add_argument("--warmup-updates", type=int, default=0, help="linear warm-up length in optimizer steps")
-    group.add_argument("--hold-updates", type=int, default=0, help="tri-stage: steps at the full rate")
-    group.add_argument("--decay-updates", type=int, default=0, help="tri-stage: steps of exponential decay")
-    group.add_argument("--init-lr-scale", type=float, default=0.01, help="tri-stage: multiplier at step 0")
-    group.add_argument("--final-lr-scale", type=float, default=0.0,
-                       help="multiplier at the end of the decay (tri-stage: must be > 0)")
-    group.add_argument("--lr-power", type=float, default=1.0, help="warmup-polynomial: the decay's power")
 
 
 @dataclass
@@ -102,12 +89,14 @@ class TriStageSchedule:
         return {"kind": "tri_stage", **asdict(self)}
 
 
-def schedule_from_args(args: argparse.Namespace):
-    if args.lr_schedule == "epoch-anneal":
-        return EpochAnnealSchedule(args.anneal_steps, args.anneal_factor)
-    if args.lr_schedule == "warmup-polynomial":
-        if not args.max_updates:
+def schedule_of(settings: TrainingSettings):
+    """The schedule that --lr-schedule names, with its flags' values."""
+    if settings.lr_schedule == "epoch-anneal":
+        return EpochAnnealSchedule(settings.anneal_steps, settings.anneal_factor)
+    if settings.lr_schedule == "warmup-polynomial":
+        if not settings.max_updates:
             raise UserError("--lr-schedule warmup-polynomial decays to --max-updates: set --max-updates")
-        return WarmupPolynomialSchedule(args.warmup_updates, args.max_updates, args.lr_power, args.final_lr_scale)
-    return TriStageSchedule(args.warmup_updates, args.hold_updates, args.decay_updates, args.init_lr_scale,
-                            args.final_lr_scale)
+        return WarmupPolynomialSchedule(settings.warmup_updates, settings.max_updates, settings.lr_power,
+                                        settings.final_lr_scale)
+    return TriStageSchedule(settings.warmup_updates, settings.hold_updates, settings.decay_updates,
+                            settings.init_lr_scale, settings.final_lr_scale)

@@ -23,7 +23,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from common import checkpoint as ckpt
-from common.arguments import audio_params_of
+from common.arguments import audio_params_of, config_from_args
 from common.checkpoint_retention import RetentionPolicy, disk_space_after_writing
 from common.cpu import NO_NATIVE_BF16, native_bf16
 from common.distributed import (DistributedContext, all_gather_objects, all_reduce_sum, any_rank, barrier,
@@ -34,22 +34,23 @@ from common.output_folder import make_output_folder
 from common.preemption import PREEMPTED_EXIT_CODE, StopRequests, ignore_stop_signals, stop_signals_held
 from common.recipe import BatchingContext, Recipe, StepOutput
 from common.sampler import fixed_size_batches
-from common.schedules import schedule_from_args
+from common.schedules import schedule_of
+from common.training_settings import TrainingSettings, flag_values
 from common.training_state import (check_warm_start_args, find_resume_checkpoint, restore_training_state, rng_state,
                                    rng_state_for_checkpoint, seed_everything, set_rng_state, training_state, warm_start)
 
 
-def configure_backends(args: argparse.Namespace) -> None:
-    torch.backends.cudnn.enabled = args.cudnn_enabled
-    torch.backends.cudnn.benchmark = args.cudnn_benchmark
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
-    torch.backends.cudnn.allow_tf32 = args.tf32
+def configure_backends(settings: TrainingSettings) -> None:
+    torch.backends.cudnn.enabled = settings.cudnn_enabled
+    torch.backends.cudnn.benchmark = settings.cudnn_benchmark
+    torch.backends.cuda.matmul.allow_tf32 = settings.tf32
+    torch.backends.cudnn.allow_tf32 = settings.tf32
 
 
-def autocast_context(args: argparse.Namespace, device: torch.device):
-    if args.amp:
+def autocast_context(settings: TrainingSettings, device: torch.device):
+    if settings.amp:
         return torch.autocast(device.type, dtype=torch.float16)
-    if args.bf16:
+    if settings.bf16:
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
 
@@ -64,53 +65,66 @@ def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
 
 
 class Trainer:
-    def __init__(self, recipe: Recipe, args: argparse.Namespace):
-        if not args.epochs and not args.max_updates:
+    """Trains recipe's model as `settings` (an instance of the family's Recipe.settings) say: the model that
+    model_config builds (the family's build_model takes it; checkpoints save it). Trainer.from_args builds both from
+    train.py's parsed flags."""
+
+    @classmethod
+    def from_args(cls, recipe: Recipe, args: argparse.Namespace) -> Trainer:
+        """The trainer of train.py's parsed flags: the family's settings, its model_config and the audio flags."""
+        settings = config_from_args(recipe.settings, args, audio=audio_params_of(args))
+        return cls(recipe, settings, recipe.model_config(args))
+
+    def __init__(self, recipe: Recipe, settings: TrainingSettings, model_config: dict):
+        if not isinstance(settings, recipe.settings):
+            raise TypeError(f"-m {recipe.name} trains with {recipe.settings.__name__}, not "
+                            f"{type(settings).__name__}")
+        if not settings.epochs and not settings.max_updates:
             raise UserError("say how long to train: --epochs N, --max-updates N, or both (the first reached ends)")
-        self.recipe, self.args = recipe, args
-        check_warm_start_args(args, recipe)
-        self.context: DistributedContext = init_distributed(force_cpu=args.cpu, backend=args.dist_backend,
-                                                            timeout_minutes=args.distributed_timeout)
+        self.recipe, self.settings = recipe, settings
+        check_warm_start_args(settings, recipe)
+        self.context: DistributedContext = init_distributed(force_cpu=settings.cpu, backend=settings.dist_backend,
+                                                            timeout_minutes=settings.distributed_timeout)
         self.device = self.context.device
-        if args.bf16 and self.device.type == "cpu" and not native_bf16() and self.context.is_main:
+        if settings.bf16 and self.device.type == "cpu" and not native_bf16() and self.context.is_main:
             print(f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here", file=sys.stderr, flush=True)
-        configure_backends(args)
-        seed_everything(args.seed + self.context.rank)
-        make_output_folder(args.output, "the checkpoints and logs")
+        configure_backends(settings)
+        seed_everything(settings.seed + self.context.rank)
+        make_output_folder(settings.output, "the checkpoints and logs")
         if self.context.is_main:
             self.remove_stale_temporaries()
 
-        self.audio_params = audio_params_of(args)
-        self.text = recipe.text_processor(args) if recipe.text_processor is not None else None
-        self.model_config = recipe.model_config(args)
+        self.audio_params = settings.audio
+        self.text = recipe.text_processor(settings) if recipe.text_processor is not None else None
+        self.model_config = model_config
         model = recipe.build_model(self.model_config)
         if recipe.init_weights is not None:
-            recipe.init_weights(model, args)
+            recipe.init_weights(model, settings)
         self.model = model.to(self.device)  # unwrapped; self.parts holds the DDP-wrapped parts that train
-        resume_from, resume_flag = (find_resume_checkpoint(args, recipe, is_main=self.context.is_main)
+        resume_from, resume_flag = (find_resume_checkpoint(settings, recipe, is_main=self.context.is_main)
                                     or (None, None))
-        if args.warm_start and resume_from is None:  # before compiling, which may rename the weights
+        if settings.warm_start and resume_from is None:  # before compiling, which may rename the weights
             warm_start(self)
-        if args.compile and recipe.compile_model is not None:
-            recipe.compile_model(self.model, args)
+        if settings.compile and recipe.compile_model is not None:
+            recipe.compile_model(self.model, settings)
         if recipe.build_optimizers is not None:
-            self.optimizers = recipe.build_optimizers(self.model, args)
+            self.optimizers = recipe.build_optimizers(self.model, settings)
         else:
-            self.optimizers = {"model": torch.optim.Adam(self.model.parameters(), lr=args.learning_rate,
-                                                         weight_decay=args.weight_decay)}
+            self.optimizers = {"model": torch.optim.Adam(self.model.parameters(), lr=settings.learning_rate,
+                                                         weight_decay=settings.weight_decay)}
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:  # the schedule multiplies this; it is saved with the optimizer
                 group.setdefault("initial_lr", group["lr"])
         # One loss scaler per optimizer: an fp16 overflow in one part's gradients does not skip the other's step.
-        self.scalers = {name: torch.amp.GradScaler(self.device.type, enabled=args.amp) for name in self.optimizers}
+        self.scalers = {name: torch.amp.GradScaler(self.device.type, enabled=settings.amp) for name in self.optimizers}
         self.step_skipped: set[str] = set()  # optimizers whose step this iteration saw a non-finite loss
-        self.schedule = recipe.lr_schedule(args) if recipe.lr_schedule is not None else schedule_from_args(args)
+        self.schedule = recipe.lr_schedule(settings) if recipe.lr_schedule is not None else schedule_of(settings)
 
-        self.data = recipe.build_data(args, self.audio_params)
+        self.data = recipe.build_data(settings, self.model_config)
         self.train_sampler = self.batch_sampler(self.data.train, training=True)
         self.loader_generator = torch.Generator()
         self.train_loader = DataLoader(self.data.train, batch_sampler=self.train_sampler, collate_fn=self.data.collate,
-                                       num_workers=args.num_workers, generator=self.loader_generator,
+                                       num_workers=settings.num_workers, generator=self.loader_generator,
                                        persistent_workers=False, pin_memory=self.device.type == "cuda",
                                        worker_init_fn=ignore_stop_signals)
 
@@ -121,7 +135,7 @@ class Trainer:
         self.epoch_sums = torch.zeros(3, dtype=torch.float64)  # loss * steps, steps, items
         self.skipped_steps = 0
         self.best_metric_value = math.inf  # of recipe.best_checkpoint_metric
-        self.retention = RetentionPolicy.from_args(args)
+        self.retention = RetentionPolicy.of(settings)
         self.retained_checkpoints: list[list] = []  # [file name, is milestone] of the newest periodic checkpoints
         self.fine_tune_epoch_start: int | None = None  # where the recipe's InPlaceStart began (training_state.py)
         if resume_from is not None:
@@ -135,28 +149,28 @@ class Trainer:
         self.stop_requests = StopRequests()
         self.stopped_by: str | None = None  # the stop signal that ended the run early, if one did
         self.parts = wrap_parts(self.model, recipe.parts, self.context, recipe.find_unused_parameters)
-        self.logger = RunLogger(Path(args.output) / args.log_file, args.tensorboard_dir,
+        self.logger = RunLogger(Path(settings.output) / settings.log_file, settings.tensorboard_dir,
                                 enabled=self.context.is_main)
 
     def batch_sampler(self, dataset: Dataset, training: bool):
-        context = BatchingContext(training=training, seed=self.args.seed, rank=self.context.rank,
+        context = BatchingContext(training=training, seed=self.settings.seed, rank=self.context.rank,
                                   world_size=self.context.world_size)
         build = self.recipe.batch_sampler or fixed_size_batches
-        return build(self.args, dataset, context)
+        return build(self.settings, dataset, context)
 
     def autocast(self):
         """The precision context of this run (--amp, --bf16 or none), for recipes' own train steps too."""
-        return autocast_context(self.args, self.device)
+        return autocast_context(self.settings, self.device)
 
     # ---- the run -----------------------------------------------------------------------------------------------
 
     def finished(self, epochs_done: int | None = None) -> bool:
         """Whether --epochs, --max-updates or --epochs-this-job is reached (after `epochs_done` epochs if given)."""
-        args = self.args
+        settings = self.settings
         epochs_done = self.epoch if epochs_done is None else epochs_done
-        return bool((args.epochs and epochs_done >= args.epochs)
-                    or (args.max_updates and self.iteration >= args.max_updates)
-                    or (args.epochs_this_job and epochs_done - self.first_epoch >= args.epochs_this_job))
+        return bool((settings.epochs and epochs_done >= settings.epochs)
+                    or (settings.max_updates and self.iteration >= settings.max_updates)
+                    or (settings.epochs_this_job and epochs_done - self.first_epoch >= settings.epochs_this_job))
 
     def train(self) -> None:
         """Train until the run is finished or a stop signal came; Trainer.exit_status then says which."""
@@ -165,7 +179,8 @@ class Trainer:
                 self.log_parameters()
                 if self.finished() and self.context.is_main:
                     print(f"nothing to train: the resumed run has done {self.epoch} epochs and {self.iteration} "
-                          f"updates (--epochs {self.args.epochs}, --max-updates {self.args.max_updates}); raise "
+                          f"updates (--epochs {self.settings.epochs}, --max-updates {self.settings.max_updates}); "
+                          "raise "
                           "them to train further", file=sys.stderr)
                 while not self.finished() and self.stopped_by is None:
                     if self.train_epoch():  # False: --max-updates or a stop signal ended it early
@@ -208,18 +223,18 @@ class Trainer:
         if self.saved_at != self.iteration:
             self.save(f"{self.epoch + 1}_{self.batches_done_in_epoch}" if self.batches_done_in_epoch else self.epoch)
         if self.context.is_main:
-            saved = "nothing was saved (--no-save)" if self.args.no_save else f"saved {self.last_checkpoint}"
+            saved = "nothing was saved (--no-save)" if self.settings.no_save else f"saved {self.last_checkpoint}"
             print(f"stopped by {self.stopped_by} after step {self.iteration}: {saved}; the same command with "
                   f"--resume-from-last continues exactly from there (exit status {PREEMPTED_EXIT_CODE})", flush=True)
 
     def train_epoch(self) -> bool:
         """Train the rest of the epoch in progress; False if --max-updates or a stop signal ended it early."""
-        args = self.args
+        settings = self.settings
         self.model.train()
         self.train_sampler.set_epoch(self.epoch, skip_batches=self.batches_done_in_epoch)
         if hasattr(self.data.train, "set_epoch"):
             self.data.train.set_epoch(self.epoch)
-        self.loader_generator.manual_seed(args.seed * 7 + self.epoch)  # worker seeds, without touching torch's RNG
+        self.loader_generator.manual_seed(settings.seed * 7 + self.epoch)  # worker seeds, without touching torch's RNG
         remaining = len(self.train_sampler)
         epoch_start = time.perf_counter()
         progress = self._progress_bar(remaining)
@@ -227,7 +242,7 @@ class Trainer:
             batches = iter(self.train_loader)
         while remaining > 0:
             step_start = time.perf_counter()
-            micro_batches = self.next_micro_batches(batches, min(args.grad_accumulation, remaining))
+            micro_batches = self.next_micro_batches(batches, min(settings.grad_accumulation, remaining))
             remaining -= len(micro_batches)
             stepped_before, skipped_before = self.iteration, self.skipped_steps
             record = self.train_step(micro_batches)
@@ -240,7 +255,7 @@ class Trainer:
             record = {"train_loss": record.pop("train_loss"), "train_items_per_sec": record.pop("items") / step_time,
                       "train_iter_time": step_time, **record}
             self.logger.log([self.epoch + 1, self.batches_done_in_epoch], record,
-                            echo=progress is None and not args.quiet)
+                            echo=progress is None and not settings.quiet)
             self.logger.scalars(self.iteration, {f"train/{name}": value for name, value in record.items()})
             if progress is not None:
                 progress.set_postfix(loss=f"{record['train_loss']:.4f}")
@@ -278,7 +293,7 @@ class Trainer:
         steps change no weights, so the last checkpoint holds the weights from before them. Every rank skips the
         same steps, so every rank stops here together."""
         self.skipped_in_a_row = self.skipped_in_a_row + 1 if skipped else 0
-        limit = self.args.max_skipped_steps
+        limit = self.settings.max_skipped_steps
         if limit and self.skipped_in_a_row >= limit:
             remedy = "a lower learning rate, or bf16 or fp32 instead of --amp"
             what_to_do = (f"the last checkpoint, {self.last_checkpoint}, holds the weights from before them: resume "
@@ -289,10 +304,10 @@ class Trainer:
 
     def after_update(self, epoch_ends: bool) -> None:
         """Validation and checkpoints every N updates (--val-interval-updates, --save-interval-updates)."""
-        args = self.args
-        if args.val_interval_updates and self.iteration % args.val_interval_updates == 0:
+        settings = self.settings
+        if settings.val_interval_updates and self.iteration % settings.val_interval_updates == 0:
             self.validate()
-        if args.save_interval_updates and self.iteration % args.save_interval_updates == 0:
+        if settings.save_interval_updates and self.iteration % settings.save_interval_updates == 0:
             if epoch_ends:
                 self.save_due = True  # saved by end_epoch, once the epoch is validated and counted
             else:
@@ -301,15 +316,15 @@ class Trainer:
     def end_epoch(self) -> None:
         """Validate (every --val-interval-epochs epochs and at the end), count the epoch, checkpoint (every
         --epochs-per-checkpoint epochs and at the end), then heed a stop signal."""
-        args = self.args
+        settings = self.settings
         epochs_done = self.epoch + 1
-        if not args.val_interval_updates and (epochs_done % args.val_interval_epochs == 0
+        if not settings.val_interval_updates and (epochs_done % settings.val_interval_epochs == 0
                                               or self.finished(epochs_done)):
             self.validate(epoch_end=True)
         self.epoch = epochs_done
         self.batches_done_in_epoch = 0
         self.epoch_sums.zero_()
-        if ((args.epochs_per_checkpoint and self.epoch % args.epochs_per_checkpoint == 0) or self.finished()
+        if ((settings.epochs_per_checkpoint and self.epoch % settings.epochs_per_checkpoint == 0) or self.finished()
                 or self.save_due):
             self.save(self.epoch)
             self.save_due = False
@@ -321,7 +336,7 @@ class Trainer:
     def train_step(self, micro_batches: list) -> dict:
         """Forward and backward of the micro-batches of one step, then the optimizer step(s). Returns the record to
         log: the step's mean loss over every rank, its items, the recipe's metrics and gradient norms."""
-        recipe, args = self.recipe, self.args
+        recipe, settings = self.recipe, self.settings
         multiplier = self.schedule.multiplier(self.epoch, self.iteration)
         if recipe.set_num_updates is not None:
             recipe.set_num_updates(self.model, self.iteration)
@@ -331,7 +346,7 @@ class Trainer:
         self.grad_norms = {}
         if recipe.train_step is not None:  # e.g. a GAN: the recipe orders its own backward passes and steps
             batches = [recipe.batch_to_device(batch, self.device) for batch in micro_batches]
-            outputs = [(recipe.train_step(self.parts, batches, args, self), 1.0)]
+            outputs = [(recipe.train_step(self.parts, batches, settings, self), 1.0)]
         else:
             outputs = self.accumulate_gradients(micro_batches)
             self.step("model")
@@ -357,7 +372,7 @@ class Trainer:
         every rank; only the last backward synchronises gradients across ranks. Stops at a loss that is not finite
         on some rank (the step is then skipped). Returns the (output, weight) pairs."""
         recipe, model = self.recipe, self.parts["model"]
-        weights = [float(recipe.loss_items(batch, self.args)) if recipe.loss_items is not None else 1.0
+        weights = [float(recipe.loss_items(batch, self.settings)) if recipe.loss_items is not None else 1.0
                    for batch in micro_batches]
         total_weight = all_reduce_sum(torch.tensor(sum(weights), dtype=torch.float64)).item()
         outputs = []
@@ -365,7 +380,7 @@ class Trainer:
             batch = recipe.batch_to_device(batch, self.device)
             with self.gradient_sync("model", index == len(micro_batches) - 1):
                 with self.autocast():
-                    output = recipe.compute_loss(model, batch, self.args)
+                    output = recipe.compute_loss(model, batch, self.settings)
                 outputs.append((output, weight))
                 # DDP averages gradients over ranks, hence world_size in the numerator.
                 if not self.backward(output.loss, "model", weight * self.context.world_size / total_weight):
@@ -404,8 +419,8 @@ class Trainer:
             return False
         scaler.unscale_(optimizer)
         parameters = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        if self.args.grad_clip_thresh > 0:
-            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.args.grad_clip_thresh)
+        if self.settings.grad_clip_thresh > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.settings.grad_clip_thresh)
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
         if not scaler.is_enabled() and not torch.isfinite(grad_norm):
@@ -437,7 +452,7 @@ class Trainer:
     def validate(self, epoch_end: bool = False) -> None:
         """The loss (and the recipe's corpus-level metrics) over the whole validation set, every rank taking its
         share and the sums added across ranks; then the recipe's report on one batch, on rank 0."""
-        args, recipe = self.args, self.recipe
+        settings, recipe = self.settings, self.recipe
         # Validation's random draws (Tacotron 2's always-on prenet dropout, WaveGlow's sampling noise) must not move
         # training's random stream: a run validated at other points trains the same.
         training_rng = rng_state()
@@ -455,7 +470,7 @@ class Trainer:
                 batch = recipe.batch_to_device(batch, self.device)
                 first_batch = batch if first_batch is None else first_batch
                 with self.autocast():
-                    output = recipe.compute_loss(self.model, batch, args)
+                    output = recipe.compute_loss(self.model, batch, settings)
                 # Weighted by items (frames or samples): the mean over the whole set, whatever the batch sizes.
                 loss_sums += torch.tensor([output.loss.item() * output.items, output.items], dtype=torch.float64)
                 for name, value in output.metrics.items():  # the loss's parts and the like, weighted as the loss
@@ -476,7 +491,7 @@ class Trainer:
             record.update(recipe.validation_metrics(totals) if recipe.validation_metrics is not None
                           else {f"val_{name}": value for name, value in totals.items()})
         if self.context.is_main and recipe.validation_report is not None and first_batch is not None:
-            report = recipe.validation_report(self.model, first_batch, args)
+            report = recipe.validation_report(self.model, first_batch, settings)
             record.update(report.get("scalars", {}))
             for name, image in report.get("images", {}).items():
                 self.logger.image(f"validation/{name}", image, self.iteration)
@@ -499,10 +514,10 @@ class Trainer:
         """checkpoint_<model>_<name_epoch>.pt, written by rank 0 for every rank. point_last: a periodic checkpoint,
         which the `last` link then points at and --keep-last-checkpoints prunes; the best checkpoint is not one.
         A failed write (a full disk) ends every rank with the error."""
-        if self.args.no_save:
+        if self.settings.no_save:
             return
         rng_states = all_gather_objects(rng_state_for_checkpoint(rng_state()))  # every rank takes part
-        path = ckpt.checkpoint_path(self.args.output, self.recipe.name, name_epoch)
+        path = ckpt.checkpoint_path(self.settings.output, self.recipe.name, name_epoch)
         outdated: list[str] = []
         if point_last:
             milestone = self.retention.is_milestone(self.iteration, name_epoch if isinstance(name_epoch, int) else None)
@@ -521,7 +536,7 @@ class Trainer:
     def remove_stale_temporaries(self) -> None:
         """At start-up, on rank 0: the half-written checkpoints a killed run left in the output folder (see
         common.checkpoint.remove_stale_temporaries), said once."""
-        removed = ckpt.remove_stale_temporaries(self.args.output, self.recipe.name)
+        removed = ckpt.remove_stale_temporaries(self.settings.output, self.recipe.name)
         if removed:
             print(f"removed {len(removed)} half-written checkpoint file(s) left by a run killed while saving: "
                   f"{', '.join(path.name for path in removed)}", flush=True)
@@ -531,7 +546,7 @@ class Trainer:
         note of the space left on the disk (a warning when the next checkpoint would not fit)."""
         ckpt.save_checkpoint(training_state(self, rng_states), path)
         if point_last:
-            ckpt.point_last_checkpoint_to(self.args.output, self.recipe.name, path)
+            ckpt.point_last_checkpoint_to(self.settings.output, self.recipe.name, path)
         for name in outdated:
             (path.parent / name).unlink(missing_ok=True)
         space = disk_space_after_writing(path)
@@ -549,17 +564,20 @@ class Trainer:
     def log_run_summary(self) -> None:
         summary = {"run_time": time.time() - self.logger.start_time, "epochs": self.epoch,
                    "iterations": self.iteration, "skipped_steps": self.skipped_steps}
-        last_epochs = self.epoch_throughputs[-self.args.benchmark_epochs_num:] if self.args.benchmark_epochs_num else []
+        last = self.settings.benchmark_epochs_num
+        last_epochs = self.epoch_throughputs[-last:] if last else []
         if last_epochs:  # NVIDIA's benchmark figure: the mean throughput of the last N epochs of this job
             summary["train_benchmark_items_per_sec"] = sum(last_epochs) / len(last_epochs)
         self.logger.log([], summary)
 
     def log_parameters(self) -> None:
-        unit, args = self.recipe.items_unit, self.args
+        unit, settings = self.recipe.items_unit, self.settings
         batch_size = getattr(self.train_sampler, "batch_size", None)  # None when batches vary (max-tokens)
-        global_batch = batch_size * self.context.world_size * args.grad_accumulation if batch_size else None
+        global_batch = batch_size * self.context.world_size * settings.grad_accumulation if batch_size else None
         self.logger.parameters({"model_name": self.recipe.name, "world_size": self.context.world_size,
-                                "device": str(self.device), "global_batch_size": global_batch, **vars(args)})
+                                "device": str(self.device), "global_batch_size": global_batch,
+                                **flag_values(settings), **self.audio_params.to_dict(),
+                                "model_config": self.model_config})
         for metric, metric_unit in [("train_loss", None), ("val_loss", None), ("train_items_per_sec", f"{unit}/s"),
                                     ("val_items_per_sec", f"{unit}/s"), ("train_iter_time", "s"),
                                     ("train_epoch_time", "s"), ("run_time", "s")]:
@@ -573,9 +591,9 @@ class Trainer:
 
     def _progress_bar(self, total: int):
         """A tqdm bar on a terminal; in a log file (no terminal) per-iteration DLL lines instead."""
-        if self.args.quiet or not self.context.is_main or not sys.stderr.isatty():
+        if self.settings.quiet or not self.context.is_main or not sys.stderr.isatty():
             return None
         from tqdm import tqdm
 
-        limit = f"/{self.args.epochs}" if self.args.epochs else ""
+        limit = f"/{self.settings.epochs}" if self.settings.epochs else ""
         return tqdm(total=total, desc=f"epoch {self.epoch + 1}{limit}", leave=False, dynamic_ncols=True)

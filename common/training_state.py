@@ -6,7 +6,7 @@ data order is a function of (seed, epoch) alone.
 """
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import itertools
 import math
 import os
@@ -26,6 +26,7 @@ from common.recipe import BatchingContext, Recipe
 from common.sampler import ResumedEpoch, batch_items, fixed_size_batches
 from common.text import TextProcessor
 from common.text.symbols import SYMBOLS
+from common.training_settings import TrainingSettings, flag_values
 
 
 def seed_everything(seed: int) -> None:
@@ -72,7 +73,7 @@ def rng_state_from_checkpoint(saved: dict) -> dict:
     return state
 
 
-def find_resume_checkpoint(args: argparse.Namespace, recipe: Recipe, is_main: bool = True) -> tuple[Path, str] | None:
+def find_resume_checkpoint(settings: TrainingSettings, recipe: Recipe, is_main: bool = True) -> tuple[Path, str] | None:
     """The checkpoint this run resumes from, and the flag that asked for it (for messages); None: a fresh start.
 
     --resume-from-last (and a family's InPlaceStart flag, HiFi-GAN's --fine-tuning) follow the `last` link of -o/--output; where it is missing or
@@ -82,16 +83,16 @@ def find_resume_checkpoint(args: argparse.Namespace, recipe: Recipe, is_main: bo
     fresh start. Checkpoints there none of which loads, or a fresh run (or a resume of a checkpoint from elsewhere)
     into a folder holding checkpoints of the model: a UserError, since the run would write over them. `is_main`:
     this rank prints what it chose."""
-    output, model_name = Path(args.output), recipe.name
-    if args.checkpoint_path:
-        checkpoint = Path(args.checkpoint_path)
+    output, model_name = Path(settings.output), recipe.name
+    if settings.checkpoint_path:
+        checkpoint = Path(settings.checkpoint_path)
         if checkpoint.resolve().parent != output.resolve():
-            refuse_to_write_over_checkpoints(args, model_name, f"--checkpoint-path {checkpoint} (a run from "
+            refuse_to_write_over_checkpoints(settings, model_name, f"--checkpoint-path {checkpoint} (a run from "
                                                                "elsewhere)")
         return checkpoint, "--checkpoint-path"
-    in_place = recipe.in_place_start if recipe.in_place_start and recipe.in_place_start.asked(args) else None
-    if not (args.resume_from_last or in_place):
-        refuse_to_write_over_checkpoints(args, model_name, "a new run")
+    in_place = recipe.in_place_start if recipe.in_place_start and recipe.in_place_start.asked(settings) else None
+    if not (settings.resume_from_last or in_place):
+        refuse_to_write_over_checkpoints(settings, model_name, "a new run")
         return None
     flag = in_place.flag if in_place else "--resume-from-last"
     found = newest_loadable_checkpoint(output, model_name, flag, is_main)
@@ -101,7 +102,7 @@ def find_resume_checkpoint(args: argparse.Namespace, recipe: Recipe, is_main: bo
     if in_place:
         raise UserError(f"{in_place.flag} goes on from the base run's checkpoint in -o/--output, and {output} "
                         f"has no {pointer.name}: {in_place.no_base}")
-    start = f"--warm-start {args.warm_start}" if args.warm_start else "scratch"
+    start = f"--warm-start {settings.warm_start}" if settings.warm_start else "scratch"
     if is_main:
         print(f"--resume-from-last: no checkpoint of {model_name} in {output} yet, starting from {start}", flush=True)
     return None
@@ -123,12 +124,13 @@ def listed(paths: list[Path], most: int = 4) -> str:
     return ", ".join(names[:most]) + (f" ... ({len(names)} in all)" if len(names) > most else "")
 
 
-def refuse_to_write_over_checkpoints(args: argparse.Namespace, model_name: str, what: str) -> None:
+def refuse_to_write_over_checkpoints(settings: TrainingSettings, model_name: str, what: str) -> None:
     """A run that does not continue the checkpoints in -o/--output would write its own over them (checkpoint_<M>_1.pt
     first): unless it writes none (--no-save), that is a UserError naming them and what to give instead."""
-    existing = checkpoints_in_folder(Path(args.output), model_name)
-    if existing and not args.no_save:
-        raise UserError(f"-o/--output {args.output} already holds checkpoints of {model_name} ({listed(existing)}), "
+    existing = checkpoints_in_folder(Path(settings.output), model_name)
+    if existing and not settings.no_save:
+        raise UserError(f"-o/--output {settings.output} already holds checkpoints of {model_name} "
+                        f"({listed(existing)}), "
                         f"and {what} would write over them: give --resume-from-last to continue the run they belong "
                         "to, or another -o/--output")
 
@@ -208,18 +210,18 @@ def newest_loadable_checkpoint(output: Path, model_name: str, flag: str, is_main
     return path
 
 
-def check_warm_start_args(args: argparse.Namespace, recipe) -> None:
+def check_warm_start_args(settings: TrainingSettings, recipe) -> None:
     """--warm-start starts a new run from trained weights: it cannot be combined with resuming a given checkpoint, and
     only a family whose recipe offers it takes it. With --resume-from-last it applies only while the output folder has
     no checkpoint yet, so a preempted job can be requeued with the same command line."""
-    if args.ignore_layers and not args.warm_start:
+    if settings.ignore_layers and not settings.warm_start:
         raise UserError("--ignore-layers names weights that --warm-start leaves out; give --warm-start CKPT too")
-    if not args.warm_start:
+    if not settings.warm_start:
         return
     if not recipe.warm_start:
         raise UserError(f"-m {recipe.name} does not take --warm-start (its README says how it starts from trained "
                         "weights)")
-    if args.checkpoint_path:
+    if settings.checkpoint_path:
         raise UserError("--warm-start starts a new run from a checkpoint's weights, --checkpoint-path continues a run "
                         "with its optimizer and step: give one of them")
 
@@ -229,14 +231,15 @@ def warm_start(trainer) -> None:
     into the freshly built model, the others stay as initialised and are listed; optimizer, step and epoch start
     fresh (nothing but weights is read). A text model whose table differs from the checkpoint's is warned about:
     rows of its symbol embedding would belong to other symbols unless that layer is ignored or has another size."""
-    args, recipe = trainer.args, trainer.recipe
+    settings, recipe = trainer.settings, trainer.recipe
     flag = "--warm-start"
-    checkpoint = ckpt.load_checkpoint(args.warm_start, expected_model=recipe.name, flag=flag)
-    source = ckpt.describe_source(args.warm_start, flag)
-    skipped = ckpt.warm_start_weights(trainer.model, checkpoint, source, args.ignore_layers)
+    checkpoint = ckpt.load_checkpoint(settings.warm_start, expected_model=recipe.name, flag=flag)
+    source = ckpt.describe_source(settings.warm_start, flag)
+    skipped = ckpt.warm_start_weights(trainer.model, checkpoint, source, settings.ignore_layers)
     if not trainer.context.is_main:
         return
-    print(f"warm start from {args.warm_start}: fresh optimizer at step 0; {len(skipped)} weight(s) not loaded, left "
+    print(f"warm start from {settings.warm_start}: fresh optimizer at step 0; {len(skipped)} weight(s) not loaded, "
+          "left "
           "as initialised" + (":" if skipped else ""), flush=True)
     for line in skipped:
         print(f"  {line}", flush=True)
@@ -271,8 +274,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "fine_tune_epoch_start": trainer.fine_tune_epoch_start,
         "world_size": trainer.context.world_size,
         "rng_states": rng_states,
-        "args": {key: value for key, value in vars(trainer.args).items()
-                 if isinstance(value, (str, int, float, bool, list, type(None)))},
+        "args": flag_values(trainer.settings),
         "resumed_epoch": resumed_epoch_in_progress(trainer),
     }
 
@@ -336,7 +338,7 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     for name, optimizer in trainer.optimizers.items():
         optimizer.load_state_dict(state["optimizers"][name])
         for group in optimizer.param_groups:  # a file from another implementation may not carry it
-            group.setdefault("initial_lr", trainer.args.learning_rate)
+            group.setdefault("initial_lr", trainer.settings.learning_rate)
     for name, scaler in trainer.scalers.items():  # checkpoints before 2026-11 held one scaler for every optimizer
         saved = state["scalers"][name] if "scalers" in state else state["scaler"]
         if saved:  # an empty state (a run without loss scaling) leaves this run's scaler as it is
@@ -346,7 +348,7 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
     trainer.epoch_sums = state["epoch_sums"].clone()
     trainer.skipped_steps = state["skipped_steps"]
     trainer.best_metric_value = state.get("best_metric_value", math.inf)  # older checkpoints: none yet
-    if Path(path).resolve().parent == Path(trainer.args.output).resolve():
+    if Path(path).resolve().parent == Path(trainer.settings.output).resolve():
         # Names of files in that folder: a run resumed into another folder must not delete what is there.
         trainer.retained_checkpoints = state.get("retained_checkpoints", [])
     resume_batching(trainer, state, path)
@@ -358,12 +360,12 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
                   else "a checkpoint without this project's RNG states")
         print(f"resuming on {world_size} ranks from {reason}: RNG streams are re-seeded, so the run will not "
               "match the original exactly", flush=True)
-        seed_everything(trainer.args.seed + 7919 * trainer.epoch + rank)
+        seed_everything(trainer.settings.seed + 7919 * trainer.epoch + rank)
     print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
           f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)
     trainer.fine_tune_epoch_start = state.get("fine_tune_epoch_start")
     in_place = trainer.recipe.in_place_start
-    if in_place is not None and in_place.asked(trainer.args) and trainer.fine_tune_epoch_start is None:
+    if in_place is not None and in_place.asked(trainer.settings) and trainer.fine_tune_epoch_start is None:
         in_place.start(trainer, path)
         # Recorded in every later checkpoint: the next load in this folder resumes this run and starts nothing again.
         trainer.fine_tune_epoch_start = trainer.epoch
@@ -406,10 +408,10 @@ BATCHING_FLAGS = {"batch_size": "-bs", "max_tokens": "--max-tokens", "num_concat
                   "grad_accumulation": "--grad-accumulation"}
 
 
-def batching_differences(saved_args: dict, args: argparse.Namespace, saved_world_size: int,
+def batching_differences(saved_args: dict, settings: TrainingSettings, saved_world_size: int,
                          world_size: int) -> list[str]:
     """How this run cuts epochs into batches differently from the checkpoint's run: ['-bs 4 -> 8', '2 -> 1 ranks']."""
-    current = vars(args)
+    current = flag_values(settings)
     changes = [f"{flag} {saved_args[key]} -> {current[key]}" for key, flag in BATCHING_FLAGS.items()
                if key in saved_args and key in current and saved_args[key] != current[key]]
     if saved_world_size and saved_world_size != world_size:
@@ -423,10 +425,10 @@ def resume_batching(trainer, state: dict, path: Path) -> None:
     other batching, skipping batches would skip other items (or more batches than the epoch now has): instead the
     sampler leaves out the items that run took this epoch and batches the others anew (common/sampler.py's
     ResumedEpoch). Either way one line says what changed; at an epoch's start nothing needs skipping."""
-    args, context = trainer.args, trainer.context
+    settings, context = trainer.settings, trainer.context
     saved_args, saved_world_size = state.get("args") or {}, state.get("world_size") or 0
     epoch, done = trainer.epoch, trainer.batches_done_in_epoch
-    changes = batching_differences(saved_args, args, saved_world_size, context.world_size)
+    changes = batching_differences(saved_args, settings, saved_world_size, context.world_size)
     sampler = trainer.train_sampler
     saved_resumed = ResumedEpoch.from_checkpoint(state.get("resumed_epoch"))
     if saved_resumed is not None and saved_resumed.epoch != epoch:
@@ -441,12 +443,13 @@ def resume_batching(trainer, state: dict, path: Path) -> None:
     if saved_resumed is not None and resumable:
         sampler.resume_epoch_without(saved_resumed)
     # The checkpoint's run's sampler, rebuilt from its flags (those it saved; the others are this run's).
-    saved_namespace = argparse.Namespace(**{**vars(args), **saved_args})
+    flags = flag_values(settings)
+    saved_settings = dataclasses.replace(settings, **{key: value for key, value in saved_args.items() if key in flags})
 
     def checkpoints_sampler(rank: int):
         build = trainer.recipe.batch_sampler or fixed_size_batches
-        built = build(saved_namespace, trainer.data.train,
-                      BatchingContext(training=True, seed=saved_namespace.seed, rank=rank,
+        built = build(saved_settings, trainer.data.train,
+                      BatchingContext(training=True, seed=saved_settings.seed, rank=rank,
                                       world_size=saved_world_size))
         if saved_resumed is not None:
             built.resume_epoch_without(saved_resumed)

@@ -23,10 +23,13 @@ from pathlib import Path
 
 import torch
 
+from common import mel_audio_data
 from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, config_dict,
-                              config_from_args, flag, not_a_flag, path_from_current_folder,
+                              config_from_args, flag, not_a_flag, path_from_current_folder, positive_float,
                               read_reference_spellings)
 from common.errors import UserError, UserFileNotFoundError
+from common.mel_audio_data import MelAudioDataSettings
+from common.training_settings import default_of
 from hifigan.model import MPD_PERIODS, PRESETS, Generator
 
 # Every key of jik876's config_v1/v2/v3.json: the generator's, and training/audio settings this file does not use
@@ -108,7 +111,44 @@ class HiFiGANConfig:
         saved_if_changed=True)  # so full-size configs keep the keys they had before it existed
 
 
+TRAINING = "HiFi-GAN training"
+
+
+@dataclass(kw_only=True)
+class HiFiGANTrainingSettings(MelAudioDataSettings):
+    """train.py -m HiFiGAN's own flags, beside the shared ones and the data's."""
+    # The reference's optimizer: AdamW's own weight decay (0.01), and no gradient clipping.
+    weight_decay: float = default_of(MelAudioDataSettings, "weight_decay", 0.01)
+    grad_clip_thresh: float = default_of(MelAudioDataSettings, "grad_clip_thresh", 0.0)
+    mel_fmax_loss: float | None = flag(None, "top of the mel filterbank of the loss's mel (default: sampling rate "
+                                             "/ 2)", type=positive_float, group=mel_audio_data.DATA)
+    lr_decay: float = flag(0.9998, "both learning rates are multiplied by this every epoch (ExponentialLR)",
+                           group=TRAINING)
+    adam_betas: list[float] = flag([0.8, 0.99], "AdamW's betas for both optimizers", nargs=2,
+                                   metavar=("BETA1", "BETA2"), group=TRAINING)
+    ema_decay: float = flag(0.0, "keep an exponential moving average of the generator with this decay (0: none); "
+                                 "saved in checkpoints, validated, and used by inference with --ema", group=TRAINING)
+    fine_tune_from: str | None = flag(None, "start from this generator (a checkpoint of ours, NVIDIA's "
+                                            "hifigan_gen_checkpoint or jik876's g_XXXXXXXX with --hifigan-config); "
+                                            "our checkpoints bring their discriminators too", metavar="CKPT",
+                                      group=TRAINING)
+    fine_tune_discriminator_from: str | None = flag(None, "discriminators to start from with --fine-tune-from: "
+                                                          "NVIDIA's hifigan_discrim_checkpoint or jik876's "
+                                                          "do_XXXXXXXX", metavar="CKPT", group=TRAINING)
+    fine_tune_lr_factor: float = flag(1.0, "multiplies -lr for both optimizers (NVIDIA fine-tunes with 3)",
+                                      group=TRAINING)
+    fine_tuning: bool = flag(False, "NVIDIA's fine-tuning in place: the base run's command line and -o/--output, plus "
+                                    "this and --input-mels-dir. The first time, training goes on from the folder's "
+                                    "last checkpoint (weights, optimizer states, epoch) with both learning rates x "
+                                    "--fine-tune-lr-factor; later, the fine-tuning run resumes. --epochs counts the "
+                                    "base epochs too (NVIDIA: 10000 after 6500); the base checkpoints are never "
+                                    "deleted", group=TRAINING)
+    # jik876's config, which decides the architecture (an architecture flag): reading jik876's generator files needs it
+    hifigan_config: str | None = not_a_flag("--hifigan-config (architecture flags)", None)
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The architecture flags (GeneratorSizes, HiFiGANConfig, --hifigan-preset, --hifigan-config)."""
     architecture = parser.add_argument_group(
         "HiFi-GAN architecture (--hifigan-preset, then the size flags, then --hifigan-config)")
     architecture.add_argument("--hifigan-preset", choices=sorted(PRESETS), default="v1",

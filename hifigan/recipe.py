@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from common.arguments import audio_params_of
+from common.arguments import check_after_parsing
 from common.audio import AudioParams, MelSpectrogram
-from common.distributed import ModelParts
+from common.distributed import ModelParts, unwrapped
 from common.errors import UserError
 from common.item_cache import check_kept_in_this_process
 from common.logger import plot_to_image
@@ -31,7 +31,8 @@ from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops,
                                    crops_or_whole_utterances)
 from common.recipe import DataSplits, InPlaceStart, Recipe, StepOutput, TrainerView
 from hifigan import arg_parser, checkpoints
-from hifigan.data_function import add_data_args
+from hifigan.arg_parser import HiFiGANTrainingSettings
+from hifigan.data_function import check_mel_flags
 from hifigan.loss_function import MEL_WEIGHT, HiFiGANLoss, loss_mel_params
 from hifigan.model import HiFiGAN
 
@@ -39,41 +40,17 @@ PARTS = ("generator", "mpd", "msd")
 
 
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The architecture flags and NVIDIA's spellings; the others are HiFiGANTrainingSettings'."""
     arg_parser.add_args(parser)
-    add_data_args(parser)
+    check_after_parsing(parser, check_mel_flags)
     arg_parser.add_reference_args(parser)
-    training = parser.add_argument_group("HiFi-GAN training")
-    training.add_argument("--lr-decay", type=float, default=0.9998,
-                          help="both learning rates are multiplied by this every epoch (ExponentialLR)")
-    training.add_argument("--adam-betas", type=float, nargs=2, default=[0.8, 0.99],
-                          metavar=("BETA1", "BETA2"), help="AdamW's betas for both optimizers")
-    training.add_argument("--ema-decay", type=float, default=0.0,
-                          help="keep an exponential moving average of the generator with this decay (0: none); "
-                               "saved in checkpoints, validated, and used by inference with --ema")
-    training.add_argument("--fine-tune-from", default=None, metavar="CKPT",
-                          help="start from this generator (a checkpoint of ours, NVIDIA's hifigan_gen_checkpoint "
-                               "or jik876's g_XXXXXXXX with --hifigan-config); our checkpoints bring their "
-                               "discriminators too")
-    training.add_argument("--fine-tune-discriminator-from", default=None, metavar="CKPT",
-                          help="discriminators to start from with --fine-tune-from: NVIDIA's "
-                               "hifigan_discrim_checkpoint or jik876's do_XXXXXXXX")
-    training.add_argument("--fine-tune-lr-factor", type=float,
-                          default=1.0, help="multiplies -lr for both optimizers (NVIDIA fine-tunes with 3)")
-    training.add_argument("--fine-tuning", action="store_true",
-                          help="NVIDIA's fine-tuning in place: the base run's command line and -o/--output, plus "
-                               "this and --input-mels-dir. The first time, training goes on from the folder's last "
-                               "checkpoint (weights, optimizer states, epoch) with both learning rates x "
-                               "--fine-tune-lr-factor; later, the fine-tuning run resumes. --epochs counts the base "
-                               "epochs too (NVIDIA: 10000 after 6500); the base checkpoints are never deleted")
-    # The reference's optimizer: AdamW's own weight decay (0.01), and no gradient clipping.
-    parser.set_defaults(weight_decay=0.01, grad_clip_thresh=0.0)
 
 
 def build_model(config: dict) -> nn.Module:
     return HiFiGAN(**config)
 
 
-def compile_model(model: HiFiGAN, args: argparse.Namespace) -> None:
+def compile_model(model: HiFiGAN, settings: HiFiGANTrainingSettings) -> None:
     """--compile: the generator and both discriminators compiled in place (state-dict names unchanged). The EMA
     generator, which only validation runs, stays eager. The discriminators compile twice, trainable and frozen
     (train_step freezes them for the generator's phase)."""
@@ -84,23 +61,26 @@ def compile_model(model: HiFiGAN, args: argparse.Namespace) -> None:
 # ---- the data ------------------------------------------------------------------------------------------------
 
 
-def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    check_kept_in_this_process(args.keep_in_memory, args.num_workers)
-    train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed,
-                          input_mels_dir=args.input_mels_dir, keep_in_memory=args.keep_in_memory)
-    validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)
+def build_data(settings: HiFiGANTrainingSettings, model_config: dict) -> DataSplits:
+    audio = settings.audio
+    check_kept_in_this_process(settings.keep_in_memory, settings.num_workers)
+    train = MelAudioCrops(settings.training_files, settings.dataset_path, audio, settings.segment_length,
+                          seed=settings.seed,
+                          input_mels_dir=settings.input_mels_dir, keep_in_memory=settings.keep_in_memory)
+    validation = FullUtterances(settings.validation_files, settings.dataset_path, audio,
+                                input_mels_dir=settings.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)
 
 
 # ---- optimizers and schedule ---------------------------------------------------------------------------------
 
 
-def build_optimizers(model: HiFiGAN, args: argparse.Namespace) -> dict[str, torch.optim.Optimizer]:
+def build_optimizers(model: HiFiGAN, settings: HiFiGANTrainingSettings) -> dict[str, torch.optim.Optimizer]:
     """Two AdamW, as the reference: the generator's, and one over both discriminators (MSD's parameters, then MPD's,
     the reference's order, so that its optimizer states load index for index)."""
     def adamw(parameters):
-        return torch.optim.AdamW(parameters, lr=args.learning_rate * args.fine_tune_lr_factor,
-                                 betas=tuple(args.adam_betas), weight_decay=args.weight_decay)
+        return torch.optim.AdamW(parameters, lr=settings.learning_rate * settings.fine_tune_lr_factor,
+                                 betas=tuple(settings.adam_betas), weight_decay=settings.weight_decay)
     return {"discriminator": adamw(itertools.chain(model.msd.parameters(), model.mpd.parameters())),
             "generator": adamw(model.generator.parameters())}
 
@@ -117,28 +97,28 @@ class ExponentialDecay:
         return {"kind": "exponential_per_epoch", "gamma": self.gamma}
 
 
-def lr_schedule(args: argparse.Namespace) -> ExponentialDecay:
-    return ExponentialDecay(args.lr_decay)
+def lr_schedule(settings: HiFiGANTrainingSettings) -> ExponentialDecay:
+    return ExponentialDecay(settings.lr_decay)
 
 
 # ---- initialisation: fine-tuning and the EMA -------------------------------------------------------------------
 
 
-def init_weights(model: HiFiGAN, args: argparse.Namespace) -> None:
+def init_weights(model: HiFiGAN, settings: HiFiGANTrainingSettings) -> None:
     """--fine-tune-from's weights, then the EMA started from the generator (not from its own random draw, as the
     reference's was). A resumed run, and --fine-tuning (start_fine_tuning below), then load their checkpoint over
     all of this, the EMA included."""
-    if args.fine_tune_discriminator_from and not args.fine_tune_from:
+    if settings.fine_tune_discriminator_from and not settings.fine_tune_from:
         raise UserError("--fine-tune-discriminator-from needs --fine-tune-from (the generator to start from)")
-    if args.fine_tuning and not args.input_mels_dir:
+    if settings.fine_tuning and not settings.input_mels_dir:
         raise UserError("--fine-tuning trains on an acoustic model's own mels: give --input-mels-dir DIR "
                         "(scripts/extract_gta_mels.sh writes them)")
-    if args.fine_tuning and args.fine_tune_from:
+    if settings.fine_tuning and settings.fine_tune_from:
         raise UserError("--fine-tuning goes on from the checkpoint in -o/--output, --fine-tune-from starts from "
                         "another one in a new folder: give one of them")
-    if args.fine_tune_from:
-        checkpoints.load_fine_tune_weights(model, args.fine_tune_from, args.fine_tune_discriminator_from,
-                                           audio_params_of(args), args.hifigan_config)
+    if settings.fine_tune_from:
+        checkpoints.load_fine_tune_weights(model, settings.fine_tune_from, settings.fine_tune_discriminator_from,
+                                           settings.audio, settings.hifigan_config)
     model.reset_ema()
 
 
@@ -147,21 +127,22 @@ def start_fine_tuning(trainer, base: Path) -> None:
     step): as NVIDIA's first fine-tuning load, both learning rates are multiplied by --fine-tune-lr-factor. The trainer
     then records the epoch it started at, so a later --fine-tuning in the folder resumes this run and multiplies
     nothing again (Recipe.in_place_start)."""
-    args = trainer.args
-    if (args.epochs and trainer.epoch >= args.epochs) or (args.max_updates and trainer.iteration >= args.max_updates):
+    settings = trainer.settings
+    if ((settings.epochs and trainer.epoch >= settings.epochs)
+            or (settings.max_updates and trainer.iteration >= settings.max_updates)):
         raise UserError(f"--fine-tuning: the base run {base} has done {trainer.epoch} epochs and {trainer.iteration} "
                         "updates, so there is nothing left to fine-tune; raise --epochs or --max-updates past them "
                         "(NVIDIA fine-tunes 6500 base epochs with --epochs 10000)")
     for optimizer in trainer.optimizers.values():
         for group in optimizer.param_groups:
-            group["initial_lr"] *= args.fine_tune_lr_factor  # what the schedule multiplies; the optimizer saves it
-            group["lr"] *= args.fine_tune_lr_factor
+            group["initial_lr"] *= settings.fine_tune_lr_factor  # what the schedule multiplies; the optimizer saves it
+            group["lr"] *= settings.fine_tune_lr_factor
     print(f"--fine-tuning: fine-tuning {base} from epoch {trainer.epoch}, step {trainer.iteration}, with the "
-          f"learning rates x{args.fine_tune_lr_factor:g}; it stays in {args.output}", flush=True)
+          f"learning rates x{settings.fine_tune_lr_factor:g}; it stays in {settings.output}", flush=True)
 
 
 FINE_TUNING = InPlaceStart(
-    flag="--fine-tuning", asked=lambda args: args.fine_tuning, start=start_fine_tuning,
+    flag="--fine-tuning", asked=lambda settings: settings.fine_tuning, start=start_fine_tuning,
     no_base="give the base run's folder as -o, or start from a checkpoint elsewhere with --fine-tune-from CKPT")
 
 
@@ -173,8 +154,8 @@ def hifigan_loss(params: AudioParams, device: torch.device) -> HiFiGANLoss:
     return HiFiGANLoss(params).to(device)
 
 
-def loss_for(args: argparse.Namespace, device: torch.device) -> HiFiGANLoss:
-    return hifigan_loss(loss_mel_params(audio_params_of(args), args.mel_fmax_loss), device)
+def loss_for(settings: HiFiGANTrainingSettings, device: torch.device) -> HiFiGANLoss:
+    return hifigan_loss(loss_mel_params(settings.audio, settings.mel_fmax_loss), device)
 
 
 def judge(discriminators, real: torch.Tensor, fake: torch.Tensor) -> tuple[list, list]:
@@ -204,7 +185,7 @@ def frozen(*modules: nn.Module):
             parameter.requires_grad_(requires_grad)
 
 
-def train_step(parts: ModelParts, batches: list[MelAudioBatch], args: argparse.Namespace,
+def train_step(parts: ModelParts, batches: list[MelAudioBatch], settings: HiFiGANTrainingSettings,
                trainer: TrainerView) -> StepOutput:
     """The discriminators' step on every micro-batch, then the generator's against the updated discriminators.
 
@@ -214,7 +195,7 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], args: argparse.N
     forward is shared by both phases (the reference's saving; nothing runs the generator's DDP in between), with
     several the discriminators' phase generates under no_grad through the unwrapped generator and the generator's
     phase generates again. Every micro-batch weighs 1 / len(batches) (equal-size crops)."""
-    model, loss = trainer.model, loss_for(args, trainer.device)
+    model, loss = trainer.model, loss_for(settings, trainer.device)
     if trainer.iteration == 0:
         # DDP gave every rank rank 0's generator after init_weights, so the average restarts from that one.
         model.reset_ema()
@@ -256,8 +237,8 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], args: argparse.N
             totals.append(losses.total.detach())
             parts_of_total.append(torch.stack([losses.adversarial.detach(), losses.feature_matching.detach(),
                                                losses.mel.detach()]))
-    if trainer.step("generator") and args.ema_decay > 0:
-        model.update_ema(args.ema_decay)
+    if trainer.step("generator") and settings.ema_decay > 0:
+        model.update_ema(settings.ema_decay)
 
     adversarial, feature_matching, mel = torch.stack(parts_of_total).mean(0)
     return StepOutput(loss=torch.stack(totals).mean(), items=sum(batch.audio.numel() for batch in batches),
@@ -269,20 +250,20 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], args: argparse.N
 # ---- validation ----------------------------------------------------------------------------------------------
 
 
-def mel_error_sums(generator: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> tuple[float, int]:
+def mel_error_sums(generator: nn.Module, batch: MelAudioBatch, settings: HiFiGANTrainingSettings) -> tuple[float, int]:
     """Sum and count of |loss mel(real) - loss mel(generated)| over the batch's elements."""
-    errors = loss_for(args, batch.audio.device).mel_l1.errors(batch.audio, generator(batch.mel))
+    errors = loss_for(settings, batch.audio.device).mel_l1.errors(batch.audio, generator(batch.mel))
     return float(errors.sum()), errors.numel()
 
 
-def compute_loss(model: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> StepOutput:
+def compute_loss(model: nn.Module, batch: MelAudioBatch, settings: HiFiGANTrainingSettings) -> StepOutput:
     """Validation's loss (training has its own step): the mel L1 x45 of a whole utterance, with the sums of its
     errors (and the EMA generator's) for the corpus-level mel L1 of validation_metrics."""
-    model = getattr(model, "module", model)
-    error, count = mel_error_sums(model.generator, batch, args)
+    model = unwrapped(model)
+    error, count = mel_error_sums(model.generator, batch, settings)
     sums = {"mel_abs_error": error, "mel_elements": count}
     if model.generator_ema is not None:
-        sums["ema_mel_abs_error"], sums["ema_mel_elements"] = mel_error_sums(model.generator_ema, batch, args)
+        sums["ema_mel_abs_error"], sums["ema_mel_elements"] = mel_error_sums(model.generator_ema, batch, settings)
     return StepOutput(loss=torch.tensor(MEL_WEIGHT * error / count), items=batch.audio.numel(), sums=sums)
 
 
@@ -297,9 +278,9 @@ def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
     return metrics
 
 
-def validation_report(model: HiFiGAN, batch: MelAudioBatch, args: argparse.Namespace) -> dict:
+def validation_report(model: HiFiGAN, batch: MelAudioBatch, settings: HiFiGANTrainingSettings) -> dict:
     """The first validation utterance vocoded (live and EMA generator) beside the original, and the mels."""
-    mel_spectrogram = MelSpectrogram(audio_params_of(args)).to(batch.mel.device)
+    mel_spectrogram = MelSpectrogram(settings.audio).to(batch.mel.device)
     generated = model.generator(batch.mel[:1])[0, 0].float()
     audio = {"generated": generated, "ground_truth": batch.audio[0]}
     images = {"mel_input": plot_to_image(batch.mel[0].float().cpu().numpy(), "mel (input)", "frame", "channel"),
@@ -322,6 +303,7 @@ RECIPE = Recipe(
     compute_loss=compute_loss,
     task="text-to-speech",
     description="HiFi-GAN: a GAN vocoder from mel spectrograms to audio.",
+    settings=HiFiGANTrainingSettings,
     init_weights=init_weights,
     parts=PARTS,
     build_optimizers=build_optimizers,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from common import mel_audio_data
 from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
                               config_from_args, flag, not_a_flag, positive_int)
+from common.mel_audio_data import MelAudioDataSettings
+from common.training_settings import default_of
 
 
 @dataclass
@@ -20,11 +21,17 @@ class MelInverterConfig:
     n_blocks: int = flag(3, "residual blocks", type=positive_int)
 
 
+@dataclass(kw_only=True)
+class MelInverterTrainingSettings(MelAudioDataSettings):
+    """train.py -m MelInverter's flags: the shared ones and the data's."""
+    # 64 frames a crop: the loss leaves out the 2 frames at each end whose FFT window reaches past the crop.
+    segment_length: int = default_of(MelAudioDataSettings, "segment_length", 16384)
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The model's flags (MelInverterConfig); the others are MelInverterTrainingSettings'."""
     add_dataclass_args(parser.add_argument_group("mel inverter architecture"), MelInverterConfig)
     check_after_parsing(parser, check_audio_flags)  # it maps mels of these flags to their STFT
-    # 64 frames a crop: the loss leaves out the 2 frames at each end whose FFT window reaches past the crop.
-    mel_audio_data.add_data_args(parser, "mel inverter", default_segment_length=16384)
 
 
 def model_config(args: argparse.Namespace) -> dict:

@@ -7,18 +7,15 @@ absolute error (melinverter/loss_function.py), one Adam. Validation: the same er
 """
 from __future__ import annotations
 
-import argparse
-
 from torch import nn
 
-from common.arguments import audio_params_of
-from common.audio import AudioParams
 from common.errors import UserError
 from common.item_cache import check_kept_in_this_process
 from common.mel_audio_data import (FullUtterances, MelAudioBatch, MelAudioCrops, batch_to_device, collate,
                                    crops_or_whole_utterances)
 from common.recipe import DataSplits, Recipe, StepOutput
 from melinverter import arg_parser
+from melinverter.arg_parser import MelInverterTrainingSettings
 from melinverter.loss_function import absolute_errors, edge_frames
 from melinverter.model import MelInverter
 
@@ -29,20 +26,23 @@ def build_model(config: dict) -> nn.Module:
     return MelInverter(**config)
 
 
-def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    check_kept_in_this_process(args.keep_in_memory, args.num_workers)
-    if args.segment_length // audio.hop_length <= 2 * edge_frames(audio):
-        raise UserError(f"--segment-length {args.segment_length} is {args.segment_length // audio.hop_length} "
+def build_data(settings: MelInverterTrainingSettings, model_config: dict) -> DataSplits:
+    audio = settings.audio
+    check_kept_in_this_process(settings.keep_in_memory, settings.num_workers)
+    if settings.segment_length // audio.hop_length <= 2 * edge_frames(audio):
+        raise UserError(f"--segment-length {settings.segment_length} is {settings.segment_length // audio.hop_length} "
                         f"frames; the loss leaves out {edge_frames(audio)} at each end, so give it more than "
                         f"{2 * edge_frames(audio) * audio.hop_length} samples")
-    train = MelAudioCrops(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed,
-                          input_mels_dir=args.input_mels_dir, keep_in_memory=args.keep_in_memory)
-    validation = FullUtterances(args.validation_files, args.dataset_path, audio, input_mels_dir=args.input_mels_dir)
+    train = MelAudioCrops(settings.training_files, settings.dataset_path, audio, settings.segment_length,
+                          seed=settings.seed,
+                          input_mels_dir=settings.input_mels_dir, keep_in_memory=settings.keep_in_memory)
+    validation = FullUtterances(settings.validation_files, settings.dataset_path, audio,
+                                input_mels_dir=settings.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)
 
 
-def compute_loss(model: nn.Module, batch: MelAudioBatch, args: argparse.Namespace) -> StepOutput:
-    errors = absolute_errors(model(batch.mel), batch.audio, audio_params_of(args))
+def compute_loss(model: nn.Module, batch: MelAudioBatch, settings: MelInverterTrainingSettings) -> StepOutput:
+    errors = absolute_errors(model(batch.mel), batch.audio, settings.audio)
     loss = errors.mean()
     sums = {} if model.training else {"abs_error": float(errors.sum()), "elements": errors.numel()}
     return StepOutput(loss=loss, items=batch.audio.numel(), sums=sums)
@@ -65,6 +65,7 @@ RECIPE = Recipe(
     task="text-to-speech",
     description=("Mel inverter: a small convolutional network from log mel spectrograms to the "
                  "linear magnitude spectrum, whose phase Griffin-Lim finds."),
+    settings=MelInverterTrainingSettings,
     batch_sampler=crops_or_whole_utterances,
     validation_metrics=validation_metrics,
 )

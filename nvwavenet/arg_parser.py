@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
                               config_from_args, flag)
+from common.training_settings import TrainingSettings
 from nvwavenet.model import UPSAMPLING_MODES
 
 
@@ -27,13 +28,17 @@ class WaveNetConfig:
     embedding_tanh: bool = flag(True, "tanh on the sum of the two sample embeddings (the kernels' tanhEmbed)")
 
 
+@dataclass(kw_only=True)
+class WaveNetTrainingSettings(TrainingSettings):
+    """train.py -m WaveNet's own flag, beside the shared ones."""
+    segment_length: int = flag(16384, "audio samples per training crop (a multiple of --hop-length)",
+                               group="WaveNet training")
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The model's flags (WaveNetConfig); the other is WaveNetTrainingSettings'."""
     add_dataclass_args(parser.add_argument_group("WaveNet architecture"), WaveNetConfig)
     check_after_parsing(parser, check_audio_flags)  # it is conditioned on mels of these flags
-
-    training = parser.add_argument_group("WaveNet training")
-    training.add_argument("--segment-length", type=int, default=16384,
-                          help="audio samples per training crop (a multiple of --hop-length)")
 
 
 def model_config(args: argparse.Namespace) -> dict:

@@ -4,14 +4,12 @@ Generation is sample by sample: nvwavenet.incremental.generate on the CPU, the C
 """
 from __future__ import annotations
 
-import argparse
-
 from torch import nn
 
-from common.audio import AudioParams
 from common.audio_crops import crops_to_device
 from common.recipe import DataSplits, Recipe, StepOutput
 from nvwavenet import arg_parser
+from nvwavenet.arg_parser import WaveNetTrainingSettings
 from nvwavenet.data_function import MelAudioCrops, collate_crops
 from nvwavenet.loss_function import next_sample_accuracy, next_sample_loss
 from nvwavenet.model import WaveNet
@@ -21,15 +19,16 @@ def build_model(config: dict) -> nn.Module:
     return WaveNet(**config)
 
 
-def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    common = dict(dataset_path=args.dataset_path, audio=audio, segment_length=args.segment_length,
-                  quantization=args.out_channels, seed=args.seed)
-    return DataSplits(train=MelAudioCrops(args.training_files, **common),
-                      validation=MelAudioCrops(args.validation_files, vary_with_epoch=False, **common),
+def build_data(settings: WaveNetTrainingSettings, model_config: dict) -> DataSplits:
+    """Crops of --segment-length samples, mu-law quantized into the model's out_channels classes."""
+    common = dict(dataset_path=settings.dataset_path, audio=settings.audio, segment_length=settings.segment_length,
+                  quantization=model_config["out_channels"], seed=settings.seed)
+    return DataSplits(train=MelAudioCrops(settings.training_files, **common),
+                      validation=MelAudioCrops(settings.validation_files, vary_with_epoch=False, **common),
                       collate=collate_crops)
 
 
-def compute_loss(model: nn.Module, batch, args: argparse.Namespace) -> StepOutput:
+def compute_loss(model: nn.Module, batch, settings: WaveNetTrainingSettings) -> StepOutput:
     mel, audio_classes = batch
     logits = model(mel, audio_classes)
     return StepOutput(loss=next_sample_loss(logits, audio_classes), items=audio_classes.numel(),
@@ -48,4 +47,5 @@ RECIPE = Recipe(
     task="text-to-speech",
     description=("WaveNet (nv-wavenet's autoregressive variant): a vocoder from mel spectrograms to "
                  "audio, sample by sample."),
+    settings=WaveNetTrainingSettings,
 )

@@ -157,7 +157,7 @@ def training_steps(name: str, what: str, argv: list[str], output: Path, paths: l
         nonlocal batch
         args = train.parse_run_args(argv + ["-o", str(output / path), "--epochs", "1"] +
                                     {"compiled": ["--compile"], "bf16": ["--bf16"]}.get(path, []))
-        trainer = Trainer(get_recipe(args.model_name), args)
+        trainer = Trainer.from_args(get_recipe(args.model_name), args)
         trainer.model.train()
         trainer.train_sampler.set_epoch(0)
         if batch is None:

@@ -86,7 +86,7 @@ def main() -> None:
     runs = []
     for command_line in command_lines:
         args = train.parse_run_args(command_line)  # as train.py reads them (presets, the reference's spellings)
-        trainer = Trainer(get_recipe(args.model_name), args)
+        trainer = Trainer.from_args(get_recipe(args.model_name), args)
         runs.append({"args": args, "trainer": trainer, "batches": cycling_batches(trainer), "times": [], "items": []})
     for step in range(options.warmup + options.iterations):
         # In turn, so that a drifting machine slows each alike; and first on alternate steps, since on this CPU the

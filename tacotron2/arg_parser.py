@@ -1,5 +1,5 @@
-"""Tacotron 2 command-line flags: NVIDIA's model flags with their names and defaults (Tacotron2Config), plus the
-loss flags.
+"""Tacotron 2 command-line flags: NVIDIA's model flags with their names and defaults (Tacotron2Config), and the
+training run's own (Tacotron2TrainingSettings: data, symbol table, loss).
 
 Tacotron2Config's n_mel_channels has no flag of its own: it is the audio flag --n-mel-channels (common/audio.py) that
 every parser already has, with the same name and default (80). --n-symbols is replaced by the text front-end's
@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
                               config_from_args, flag, non_negative_float, non_negative_int, odd_positive_int,
                               positive_float, positive_int, probability)
+from common.text import TextSettings
+from common.training_settings import TrainingSettings
 from tacotron2.model import MAX_FRAMES_AFTER_TEXT_END
 
 
@@ -55,31 +57,60 @@ class Tacotron2Config:
         saved_if_changed=True)
 
 
+DATA = "Tacotron 2 data"
+SYMBOLS = ("Tacotron 2 symbols (default: NVIDIA's 148 English symbols; the table is saved in every checkpoint and "
+           "inference reads it from there)")
+LOSS = "Tacotron 2 loss"
+
+
+@dataclass(kw_only=True)
+class Tacotron2TrainingSettings(TextSettings, TrainingSettings):
+    """train.py -m Tacotron2's own flags, beside the shared ones (TrainingSettings) and the text's (TextSettings)."""
+    # ---- the data; how training reads its transcripts is not saved in the model config (inference never reads it)
+    final_punctuation_dropout: float = flag(
+        0.0, "the share of training items read without the marks that end their transcript (\"the end.\" as \"the "
+        "end\"), drawn anew each epoch, so that the stop gate learns where a text ends rather than to stop after a "
+        "full stop (0: off; not yet measured to help, so off by default)", type=probability, group=DATA)
+    load_mel_from_disk: bool = flag(False, "filelists name .pt mels made by scripts/prepare_mels.sh instead of wavs",
+                                    group=DATA)
+    bucket_by_length: bool = flag(False, "batch utterances of similar text length together (less padding, faster "
+                                         "epochs)", group=DATA)
+    keep_in_memory: bool = flag(False, "keep each training mel in memory once computed, instead of computing it every "
+                                       "epoch: for a corpus that fits (make demo's: about 80 MB); with --num-workers 0",
+                                action=argparse.BooleanOptionalAction, group=DATA)
+
+    # ---- the symbol table: one of the two, or NVIDIA's
+    symbols_file: str | None = flag(None, "the symbol table in id order, the padding symbol '_' first: one symbol per "
+                                          "line (a line of one space is the space), or a JSON list of strings in a "
+                                          ".json file", metavar="PATH", group=SYMBOLS, exclusive="table")
+    symbols_from_filelist: bool = flag(False, "the table of the training transcripts: '_' (padding), then every symbol "
+                                              "of the transcripts after --text-cleaners, sorted (for another language; "
+                                              "pick cleaners that keep its letters, e.g. basic_cleaners, or espeak_ipa "
+                                              "with --language for its sounds; the default with espeak_ipa)",
+                                       group=SYMBOLS, exclusive="table")
+
+    # ---- the loss (Tacotron2Loss)
+    guided_attn_weight: float = flag(0.0, "weight of the guided-attention loss (0: off; ~1-10 helps attention align "
+                                          "sooner)", type=non_negative_float, group=LOSS)
+    guided_attn_sigma: float = flag(0.2, "width of the guided-attention diagonal band, as a fraction of the "
+                                         "utterance", type=positive_float, group=LOSS)
+    mel_loss: str = flag("mse", "the error of both mel terms: squared (NVIDIA's) or absolute", choices=["mse", "l1"],
+                         group=LOSS)
+    loss_over_padding: bool = flag(False, "average the loss over padded positions too, as NVIDIA's code does",
+                                   group=LOSS)
+
+    # ---- the model's training-time choices, which its config does not record
+    disable_uniform_initialize_bn_weight: bool = flag(False, "keep PyTorch's BatchNorm weight init instead of "
+                                                             "NVIDIA's U(0, 1)")
+    fast_decoder: bool = flag(True, "the decoder loop rearranged for speed (tacotron2/README.md), equal to rounding "
+                                    "(tacotron2/model.py: Decoder.forward_fast); --no-fast-decoder: NVIDIA's loop as "
+                                    "it is written; --compile implies it")
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The model's flags (Tacotron2Config); the others are Tacotron2TrainingSettings'."""
     add_dataclass_args(parser.add_argument_group("Tacotron 2 model"), Tacotron2Config)
     check_after_parsing(parser, check_audio_flags)  # its targets are mels of these flags
-
-    symbols = parser.add_argument_group(
-        "Tacotron 2 symbols (default: NVIDIA's 148 English symbols; the table is saved in every checkpoint and "
-        "inference reads it from there)").add_mutually_exclusive_group()
-    symbols.add_argument("--symbols-file", default=None, metavar="PATH",
-                         help="the symbol table in id order, the padding symbol '_' first: one symbol per line "
-                              "(a line of one space is the space), or a JSON list of strings in a .json file")
-    symbols.add_argument("--symbols-from-filelist", action="store_true",
-                         help="the table of the training transcripts: '_' (padding), then every symbol of the "
-                              "transcripts after --text-cleaners, sorted (for another language; pick cleaners that "
-                              "keep its letters, e.g. basic_cleaners, or espeak_ipa with --language for its sounds; "
-                              "the default with espeak_ipa)")
-
-    loss = parser.add_argument_group("Tacotron 2 loss")
-    loss.add_argument("--guided-attn-weight", type=non_negative_float, default=0.0,
-                      help="weight of the guided-attention loss (0: off; ~1-10 helps attention align sooner)")
-    loss.add_argument("--guided-attn-sigma", type=positive_float, default=0.2,
-                      help="width of the guided-attention diagonal band, as a fraction of the utterance")
-    loss.add_argument("--mel-loss", choices=["mse", "l1"], default="mse",
-                      help="the error of both mel terms: squared (NVIDIA's) or absolute")
-    loss.add_argument("--loss-over-padding", action="store_true",
-                      help="average the loss over padded positions too, as NVIDIA's code does")
 
 
 def model_config(args: argparse.Namespace, **values) -> dict:
@@ -87,8 +118,8 @@ def model_config(args: argparse.Namespace, **values) -> dict:
     return config_dict(config_from_args(Tacotron2Config, args, **values))
 
 
-def loss_config(args: argparse.Namespace) -> dict:
-    """The Tacotron2Loss constructor keywords."""
-    return {"guided_attn_weight": args.guided_attn_weight, "guided_attn_sigma": args.guided_attn_sigma,
-            "n_frames_per_step": args.n_frames_per_step, "mask_padding_in_loss": not args.loss_over_padding,
-            "mel_loss": args.mel_loss}
+def loss_config(settings: Tacotron2TrainingSettings, n_frames_per_step: int) -> dict:
+    """The Tacotron2Loss constructor keywords, for a model that emits n_frames_per_step frames a step."""
+    return {"guided_attn_weight": settings.guided_attn_weight, "guided_attn_sigma": settings.guided_attn_sigma,
+            "n_frames_per_step": n_frames_per_step, "mask_padding_in_loss": not settings.loss_over_padding,
+            "mel_loss": settings.mel_loss}

@@ -2,43 +2,19 @@
 and the collate function that pads a batch and builds the stop-gate targets."""
 from __future__ import annotations
 
-import argparse
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from common.arguments import add_dataclass_args, flag, probability
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.errors import UserError
 from common.filelist import FilelistEntry, read_filelist
 from common.item_cache import ItemCache
 from common.mel_files import read_mel
 from common.text import TextProcessor
-
-
-@dataclass
-class TrainingTextSettings:
-    """How training reads its transcripts. Not saved in the model config: inference never reads them."""
-    final_punctuation_dropout: float = flag(
-        0.0, "the share of training items read without the marks that end their transcript (\"the end.\" as \"the "
-        "end\"), drawn anew each epoch, so that the stop gate learns where a text ends rather than to stop after a "
-        "full stop (0: off; not yet measured to help, so off by default)", type=probability)
-
-
-def add_data_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("Tacotron 2 data")
-    add_dataclass_args(group, TrainingTextSettings)
-    group.add_argument("--load-mel-from-disk", action="store_true",
-                       help="filelists name .pt mels made by scripts/prepare_mels.sh instead of wavs")
-    group.add_argument("--bucket-by-length", action="store_true",
-                       help="batch utterances of similar text length together (less padding, faster epochs)")
-    group.add_argument("--keep-in-memory", action=argparse.BooleanOptionalAction, default=False,
-                       help="keep each training mel in memory once computed, instead of computing it every epoch: "
-                            "for a corpus that fits (make demo's: about 80 MB); with --num-workers 0")
 
 
 def encode_transcript(text: TextProcessor, entry: FilelistEntry) -> list[int]:

@@ -82,7 +82,7 @@ if __name__ == "__main__":
         def train(self) -> None:
             super().train()
             parameters = {name: p.detach().clone() for name, p in self.model.named_parameters()}
-            torch.save(parameters, Path(self.args.output) / f"final_parameters_rank{self.context.rank}.pt")
+            torch.save(parameters, Path(self.settings.output) / f"final_parameters_rank{self.context.rank}.pt")
 
     trainer.Trainer = TrainerKeepingParameters  # what train.main builds
     # As train.py leaves: a rank that leaves through Python's teardown can abort in gloo's threads (run_entry_point).

@@ -17,8 +17,9 @@ import argparse
 import dataclasses
 from dataclasses import dataclass
 
-from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, flag, not_a_flag,
-                              read_reference_spellings)
+from common.arguments import (add_compatibility_flags, add_dataclass_args, add_reference_names, argument_group, flag,
+                              not_a_flag, read_reference_spellings)
+from common.training_settings import TrainingSettings
 from wav2vec2.model import Wav2Vec2Config
 
 MODES = ("pretrain", "finetune")
@@ -92,57 +93,58 @@ class CTCHeadConfig:
     freeze_finetune_updates: int = flag(0, "only the CTC projection learns for this many updates")
 
 
-def add_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=MODES, default="pretrain",
-                        help="pre-training (contrastive) or fine-tuning (CTC); also the reference's positional "
-                             "`pretrain` / `finetune`")
+LOSS = "wav2vec 2.0 pre-training loss"
+FINETUNING = "wav2vec 2.0 fine-tuning (--mode finetune)"
+OPTIMIZER = "wav2vec 2.0 optimizer (Adam with decoupled weight decay)"
+DATA = "wav2vec 2.0 data (fairseq manifests: <data>/<subset>.tsv)"
 
+
+@dataclass(kw_only=True)
+class Wav2Vec2TrainingSettings(TrainingSettings):
+    """train.py -m wav2vec2's own flags, beside the shared ones. On the command line the mode also picks the
+    reference's defaults of some shared flags (MODE_DEFAULTS)."""
+    mode: str = flag("pretrain", "pre-training (contrastive) or fine-tuning (CTC); also the reference's positional "
+                                 "`pretrain` / `finetune`", choices=MODES)
+    loss_weights: list[float] = flag([0.1, 10.0], "weights of the codebook diversity loss and the feature penalty "
+                                                  "(Large: 0.1 0)", nargs=2,
+                                     metavar=("DIVERSITY", "FEATURE_PENALTY"), group=LOSS)
+    w2v_path: str | None = flag(None, "pre-trained model to fine-tune: ours, NVIDIA's or fairseq's .pt, or one "
+                                      "converted from Hugging Face by `python -m wav2vec2.convert --from-hf`",
+                                group=FINETUNING)
+    apply_mask: bool = flag(True, "time and channel masking while fine-tuning", group=FINETUNING)
+    adam_betas: list[float] = flag([0.9, 0.98], None, nargs=2, metavar=("BETA1", "BETA2"), group=OPTIMIZER)
+    adam_eps: float | None = flag(None, "pre-training 1e-6, fine-tuning 1e-8", group=OPTIMIZER)
+    data: str | None = flag(None, "folder of the .tsv manifests (and .ltr labels, dict.ltr.txt)", group=DATA)
+    train_subset: str = flag("train", None, group=DATA)
+    valid_subset: str = flag("valid", None, group=DATA)
+    labels: str = flag("ltr", "label file extension; the dictionary is dict.<labels>.txt", group=DATA)
+    max_tokens: int = flag(1_400_000, "audio samples per batch (padded size: items x longest)", group=DATA)
+    max_tokens_valid: int | None = flag(None, "the same for validation (default: --max-tokens)", group=DATA)
+    max_sample_size: int | None = flag(None, "pre-training crops utterances to at most this many samples (Base: "
+                                             "250000)", group=DATA)
+    min_sample_size: int | None = flag(None, "utterances shorter than this are left out (Base pre-training: 32000)",
+                                       group=DATA)
+    num_concat_batches: int = flag(1, "forward N max-tokens batches as one (masks, negatives and loss as N separate "
+                                      "batches)", group=DATA)
+    random_phase_prob: float = flag(0.0, "fine-tuning: the share of training utterances given a random phase "
+                                         "(all-pass filters and polarity; the magnitude spectrum kept), so the "
+                                         "recognizer hears spectra, not one voice's waveform shape", group=DATA)
+    resample: bool = flag(False, "resample audio at another rate to --sampling-rate instead of refusing it",
+                          group=DATA)
+    skip_invalid_size_inputs_valid_test: bool = flag(False, "leave out validation utterances longer than "
+                                                            "--max-tokens-valid, saying how many, instead of stopping "
+                                                            "with an error (fairseq's meaning)", group=DATA)
+
+
+def add_args(parser: argparse.ArgumentParser) -> None:
+    """The architecture flags (Wav2Vec2Config, CTCHeadConfig) and NVIDIA's spellings; the others are
+    Wav2Vec2TrainingSettings'."""
     architecture = parser.add_argument_group("wav2vec 2.0 architecture (default: Base, or the --w2v-path model's)")
     add_dataclass_args(architecture, Wav2Vec2Config, defaults_named="Base")
-
-    loss = parser.add_argument_group("wav2vec 2.0 pre-training loss")
-    loss.add_argument("--loss-weights", type=float, nargs=2, default=[0.1, 10.0],
-                      metavar=("DIVERSITY", "FEATURE_PENALTY"),
-                      help="weights of the codebook diversity loss and the feature penalty (Large: 0.1 0)")
-
-    finetuning = parser.add_argument_group("wav2vec 2.0 fine-tuning (--mode finetune)")
-    finetuning.add_argument("--w2v-path", default=None,
-                            help="pre-trained model to fine-tune: ours, NVIDIA's or fairseq's .pt, or one converted "
-                                 "from Hugging Face by `python -m wav2vec2.convert --from-hf`")
-    add_dataclass_args(finetuning, CTCHeadConfig)
-    finetuning.add_argument("--apply-mask", action=argparse.BooleanOptionalAction, default=True,
-                            help="time and channel masking while fine-tuning")
-
-    optimizer = parser.add_argument_group("wav2vec 2.0 optimizer (Adam with decoupled weight decay)")
-    optimizer.add_argument("--adam-betas", type=float, nargs=2, default=[0.9, 0.98], metavar=("BETA1", "BETA2"))
-    optimizer.add_argument("--adam-eps", type=float, default=None, help="pre-training 1e-6, fine-tuning 1e-8")
-    optimizer.add_argument("--lr-policy", choices=list(LR_POLICIES), action=ReferenceLrPolicy,
-                           help="NVIDIA's name of --lr-schedule: poly (warmup-polynomial) or exp (tri-stage)")
-
-    data = parser.add_argument_group("wav2vec 2.0 data (fairseq manifests: <data>/<subset>.tsv)")
-    data.add_argument("--data", default=None, help="folder of the .tsv manifests (and .ltr labels, dict.ltr.txt)")
-    data.add_argument("--train-subset", default="train")
-    data.add_argument("--valid-subset", default="valid")
-    data.add_argument("--labels", default="ltr", help="label file extension; the dictionary is dict.<labels>.txt")
-    data.add_argument("--max-tokens", type=int, default=1_400_000,
-                      help="audio samples per batch (padded size: items x longest)")
-    data.add_argument("--max-tokens-valid", type=int, default=None,
-                      help="the same for validation (default: --max-tokens)")
-    data.add_argument("--max-sample-size", type=int, default=None,
-                      help="pre-training crops utterances to at most this many samples (Base: 250000)")
-    data.add_argument("--min-sample-size", type=int, default=None,
-                      help="utterances shorter than this are left out (Base pre-training: 32000)")
-    data.add_argument("--num-concat-batches", type=int, default=1,
-                      help="forward N max-tokens batches as one (masks, negatives and loss as N separate batches)")
-    data.add_argument("--random-phase-prob", type=float, default=0.0,
-                      help="fine-tuning: the share of training utterances given a random phase (all-pass filters "
-                           "and polarity; the magnitude spectrum kept), so the recognizer hears spectra, not one "
-                           "voice's waveform shape")
-    data.add_argument("--resample", action="store_true",
-                      help="resample audio at another rate to --sampling-rate instead of refusing it")
-    data.add_argument("--skip-invalid-size-inputs-valid-test", action="store_true",
-                      help="leave out validation utterances longer than --max-tokens-valid, saying how many, "
-                           "instead of stopping with an error (fairseq's meaning)")
+    add_dataclass_args(argument_group(parser, FINETUNING), CTCHeadConfig)
+    argument_group(parser, OPTIMIZER).add_argument(
+        "--lr-policy", choices=list(LR_POLICIES), action=ReferenceLrPolicy,
+        help="NVIDIA's name of --lr-schedule: poly (warmup-polynomial) or exp (tri-stage)")
     parser.set_defaults(sampling_rate=16000)
     add_compatibility_flags(parser, COMPATIBILITY_FLAGS)
     add_reference_names(parser, REFERENCE_FLAG_NAMES)

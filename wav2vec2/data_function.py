@@ -28,7 +28,6 @@ are those of N separate batches; the whole group is cropped to its shortest (pre
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import dataclasses
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from common.audio import load_wav, resampled_length
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
 from common.sampler import MaxTokensBatchSampler, ResumedEpoch
+from wav2vec2.arg_parser import Wav2Vec2TrainingSettings
 from wav2vec2.dictionary import Dictionary, UnknownSymbolError
 from wav2vec2.masking import compute_mask_indices, conv_output_lengths, sample_negative_indices
 from wav2vec2.model import parse_conv_feature_layers
@@ -173,11 +173,6 @@ def encode_labels(labels: Labels, dictionary: Dictionary) -> list[list[int]]:
             raise UserError(f"{labels.source(index)}: symbol {error.symbol!r} is not in the dictionary "
                             f"{dictionary.source}") from None
     return encoded
-
-
-def load_dictionary(args: argparse.Namespace) -> Dictionary:
-    """<--data>/dict.<--labels>.txt."""
-    return Dictionary.load(Path(args.data) / f"dict.{args.labels}.txt")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -518,24 +513,25 @@ class ConcatBatches(Sampler[list[tuple[int, int]]]):
         return max(self._num_groups() - self._groups_to_skip(), 0)
 
 
-def max_tokens_batches(args: argparse.Namespace, dataset: AudioDataset, context: BatchingContext) -> Sampler:
+def max_tokens_batches(settings: Wav2Vec2TrainingSettings, dataset: AudioDataset, context: BatchingContext
+                       ) -> Sampler:
     """Recipe.batch_sampler: batches of at most --max-tokens samples (items x longest, each item's length capped at
     the dataset's max_sample_size: pre-training's crop) of similar lengths; in training, --num-concat-batches of them
     forwarded as one. Validation uses --max-tokens-valid (default --max-tokens), unshuffled, nothing dropped but,
     with --skip-invalid-size-inputs-valid-test, the utterances longer than that. -bs (NVIDIA's --batch_size) caps
     the utterances of a batch."""
     if context.training:
-        max_tokens = args.max_tokens
+        max_tokens = settings.max_tokens
     else:
-        max_tokens = getattr(args, "max_tokens_valid", None) or args.max_tokens
+        max_tokens = settings.max_tokens_valid or settings.max_tokens
     if max_tokens is None or max_tokens < 1:
         raise UserError(f"--max-tokens must be a positive number of samples, got {max_tokens}")
-    skip_too_long = not context.training and getattr(args, "skip_invalid_size_inputs_valid_test", False)
+    skip_too_long = not context.training and settings.skip_invalid_size_inputs_valid_test
     sampler = MaxTokensBatchSampler(dataset.batching_lengths(), max_tokens,
-                                    max_batch_size=getattr(args, "batch_size", None), shuffle=context.training,
+                                    max_batch_size=settings.batch_size, shuffle=context.training,
                                     drop_uneven=context.training, seed=context.seed, rank=context.rank,
                                     world_size=context.world_size, skip_too_long=skip_too_long)
-    num_concat = getattr(args, "num_concat_batches", 1) or 1
+    num_concat = settings.num_concat_batches or 1
     if context.training and num_concat > 1:
         return ConcatBatches(sampler, num_concat)
     return sampler

@@ -25,13 +25,13 @@ import torch
 from torch import nn
 
 from common.arguments import config_dict, config_from_args
-from common.audio import AudioParams
+from common.distributed import unwrapped
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import DataSplits, Recipe, StepOutput
-from common.schedules import TriStageSchedule, schedule_from_args
+from common.schedules import TriStageSchedule, schedule_of
 from wav2vec2 import arg_parser, checkpoints
 from wav2vec2.checkpoints import FINETUNING_KEYS, MODEL_NAME
-from wav2vec2.arg_parser import FINETUNE_CONFIG_DEFAULTS
+from wav2vec2.arg_parser import FINETUNE_CONFIG_DEFAULTS, MODE_DEFAULTS, Wav2Vec2TrainingSettings
 from wav2vec2.data_function import AudioBatch, AudioDataset, Collater, max_tokens_batches, read_manifest
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.dictionary import Dictionary
@@ -42,15 +42,15 @@ from wav2vec2.model import (ConvFeatureExtractor, TransformerLayer, Wav2Vec2CTC,
 
 
 
-def add_args(parser: argparse.ArgumentParser) -> None:
-    arg_parser.add_args(parser)
+# The reference's Adam epsilon of each mode, where --adam-eps is not given (the command line sets it by the mode).
+ADAM_EPS = {mode: defaults["adam_eps"] for mode, defaults in MODE_DEFAULTS.items()}
 
 
 # ---- the model -------------------------------------------------------------------------------------------------
 
 
-def dictionary_path(args: argparse.Namespace) -> Path:
-    return Path(args.data) / f"dict.{args.labels}.txt"
+def dictionary_path(settings: Wav2Vec2TrainingSettings) -> Path:
+    return Path(settings.data) / f"dict.{settings.labels}.txt"
 
 
 def load_pretrained(path: str, flag: str = "--w2v-path") -> tuple[dict, dict]:
@@ -73,7 +73,8 @@ def model_config(args: argparse.Namespace) -> dict:
     config = model_config_from({**architecture, **FINETUNE_CONFIG_DEFAULTS, **overrides})
     if not args.apply_mask:
         config.update(mask_prob=0.0, mask_channel_prob=0.0)
-    ctc_head = config_from_args(arg_parser.CTCHeadConfig, args, vocab_size=len(load_dictionary(args)))
+    dictionary = load_dictionary(config_from_args(Wav2Vec2TrainingSettings, args))
+    ctc_head = config_from_args(arg_parser.CTCHeadConfig, args, vocab_size=len(dictionary))
     return {**config, **config_dict(ctc_head)}
 
 
@@ -85,44 +86,45 @@ def build_model(config: dict) -> nn.Module:
     return Wav2Vec2Model(config)
 
 
-def init_weights(model: nn.Module, args: argparse.Namespace) -> None:
+def init_weights(model: nn.Module, settings: Wav2Vec2TrainingSettings) -> None:
     """Fine-tuning starts from --w2v-path's encoder (a resumed run then loads its own checkpoint over it)."""
-    if args.mode == "finetune" and args.w2v_path:
-        _, state = load_pretrained(args.w2v_path)
+    if settings.mode == "finetune" and settings.w2v_path:
+        _, state = load_pretrained(settings.w2v_path)
         try:
             model.load_pretrained(state)
         except ValueError as error:
-            raise UserError(f"--w2v-path {args.w2v_path}: {error}") from error
+            raise UserError(f"--w2v-path {settings.w2v_path}: {error}") from error
 
 
 def set_num_updates(model: nn.Module, num_updates: int) -> None:
     model.set_num_updates(num_updates)
 
 
-def build_optimizers(model: nn.Module, args: argparse.Namespace) -> dict[str, torch.optim.Optimizer]:
+def build_optimizers(model: nn.Module, settings: Wav2Vec2TrainingSettings) -> dict[str, torch.optim.Optimizer]:
     """Adam with decoupled weight decay on every parameter (biases, norms and the codebook too), as the reference."""
-    return {"model": torch.optim.AdamW(model.parameters(), lr=args.learning_rate, betas=tuple(args.adam_betas),
-                                       eps=args.adam_eps, weight_decay=args.weight_decay)}
+    eps = settings.adam_eps if settings.adam_eps is not None else ADAM_EPS[settings.mode]
+    return {"model": torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, betas=tuple(settings.adam_betas),
+                                       eps=eps, weight_decay=settings.weight_decay)}
 
 
-def lr_schedule(args: argparse.Namespace):
+def lr_schedule(settings: Wav2Vec2TrainingSettings):
     """--lr-schedule as given; a tri-stage schedule without stage lengths takes the reference's fine-tuning split
     of --max-updates: 10 % warm-up, 40 % hold, 50 % decay."""
-    if (args.lr_schedule == "tri-stage" and not (args.warmup_updates or args.hold_updates or args.decay_updates)
-            and args.max_updates):
-        warmup, hold = int(0.1 * args.max_updates), int(0.4 * args.max_updates)
-        return TriStageSchedule(warmup, hold, args.max_updates - warmup - hold, args.init_lr_scale,
-                                args.final_lr_scale)
-    return schedule_from_args(args)
+    stages_given = settings.warmup_updates or settings.hold_updates or settings.decay_updates
+    if settings.lr_schedule == "tri-stage" and not stages_given and settings.max_updates:
+        warmup, hold = int(0.1 * settings.max_updates), int(0.4 * settings.max_updates)
+        return TriStageSchedule(warmup, hold, settings.max_updates - warmup - hold, settings.init_lr_scale,
+                                settings.final_lr_scale)
+    return schedule_of(settings)
 
 
 # ---- the data --------------------------------------------------------------------------------------------------
 
 
-def load_dictionary(args: argparse.Namespace) -> Dictionary:
-    if args.data is None:
+def load_dictionary(settings: Wav2Vec2TrainingSettings) -> Dictionary:
+    if settings.data is None:
         raise UserError("--data DIR is required: the folder of the .tsv manifests (and labels for fine-tuning)")
-    return _dictionary_at(str(dictionary_path(args)))
+    return _dictionary_at(str(dictionary_path(settings)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -130,29 +132,30 @@ def _dictionary_at(path: str) -> Dictionary:
     return Dictionary.load(path)
 
 
-def text_processor(args: argparse.Namespace) -> Dictionary | None:
+def text_processor(settings: Wav2Vec2TrainingSettings) -> Dictionary | None:
     """Fine-tuning's letters travel in the checkpoint, so inference decodes with the model's own dictionary."""
-    return load_dictionary(args) if args.mode == "finetune" else None
+    return load_dictionary(settings) if settings.mode == "finetune" else None
 
 
-def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    if args.data is None:
+def build_data(settings: Wav2Vec2TrainingSettings, model_config: dict) -> DataSplits:
+    audio = settings.audio
+    if settings.data is None:
         raise UserError("--data DIR is required: the folder of the .tsv manifests (<DIR>/<subset>.tsv)")
-    finetuning = args.mode == "finetune"
-    config = model_config(args)
-    dictionary = load_dictionary(args) if finetuning else None
+    finetuning = settings.mode == "finetune"
+    config = model_config
+    dictionary = load_dictionary(settings) if finetuning else None
 
     def dataset(subset: str, training: bool) -> AudioDataset:
-        manifest = read_manifest(Path(args.data) / f"{subset}.tsv", audio.sampling_rate, resample=args.resample)
-        labels = Path(args.data) / f"{subset}.{args.labels}" if finetuning else None
+        manifest = read_manifest(Path(settings.data) / f"{subset}.tsv", audio.sampling_rate, resample=settings.resample)
+        labels = Path(settings.data) / f"{subset}.{settings.labels}" if finetuning else None
         return AudioDataset(manifest, audio.sampling_rate, labels=labels, dictionary=dictionary,
-                            min_sample_size=args.min_sample_size if training else None,
-                            max_sample_size=args.max_sample_size, normalize=config["normalize"],
-                            resample=args.resample, seed=args.seed, training=training)
+                            min_sample_size=settings.min_sample_size if training else None,
+                            max_sample_size=settings.max_sample_size, normalize=config["normalize"],
+                            resample=settings.resample, seed=settings.seed, training=training)
 
-    collate = Collater(config, mode=args.mode, pad_index=dictionary.pad_index if dictionary is not None else 1,
-                       random_phase_prob=args.random_phase_prob)
-    return DataSplits(train=dataset(args.train_subset, True), validation=dataset(args.valid_subset, False),
+    collate = Collater(config, mode=settings.mode, pad_index=dictionary.pad_index if dictionary is not None else 1,
+                       random_phase_prob=settings.random_phase_prob)
+    return DataSplits(train=dataset(settings.train_subset, True), validation=dataset(settings.valid_subset, False),
                       collate=collate)
 
 
@@ -160,9 +163,9 @@ def batch_to_device(batch: AudioBatch, device: torch.device) -> AudioBatch:
     return batch.to(device)
 
 
-def loss_items(batch: AudioBatch, args: argparse.Namespace) -> int:
+def loss_items(batch: AudioBatch, settings: Wav2Vec2TrainingSettings) -> int:
     """Pre-training's loss is a mean over masked frames; CTC's over utterances (the reference's sentence average)."""
-    if args.mode == "pretrain":
+    if settings.mode == "pretrain":
         return int(batch.mask_indices.sum())
     return len(batch.ids)
 
@@ -182,10 +185,6 @@ def transformer_frames(batch: AudioBatch, model_config_of: dict) -> int:
     return int(conv_output_lengths(lengths, list(_conv_layers(model_config_of["conv_feature_layers"]))).sum())
 
 
-def unwrapped(model: nn.Module) -> nn.Module:
-    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-
-
 @contextmanager
 def random_draws_seeded_by(batch: AudioBatch):
     """The model's random draws on this batch (dropout, LayerDrop, Gumbel noise) from the batch's own seed, then
@@ -197,27 +196,27 @@ def random_draws_seeded_by(batch: AudioBatch):
         yield
 
 
-def compute_loss(model: nn.Module, batch: AudioBatch, args: argparse.Namespace) -> StepOutput:
+def compute_loss(model: nn.Module, batch: AudioBatch, settings: Wav2Vec2TrainingSettings) -> StepOutput:
     """The loss; in fine-tuning's validation also the word and character errors of greedy CTC decoding of the same
     forward pass (validation batches carry no masks), summed for a corpus WER and CER."""
     config = unwrapped(model).config
     items = transformer_frames(batch, config)
     with random_draws_seeded_by(batch):
-        if args.mode == "pretrain":
+        if settings.mode == "pretrain":
             output = model(batch.source, padding_mask=batch.padding_mask, mask_indices=batch.mask_indices,
                            negative_indices=batch.negative_indices)
-            loss, metrics = pretraining_loss(output, tuple(args.loss_weights))
+            loss, metrics = pretraining_loss(output, tuple(settings.loss_weights))
             return StepOutput(loss=loss, items=items, metrics=metrics)
         output = model(batch.source, padding_mask=batch.padding_mask, mask_indices=batch.mask_indices,
                        channel_mask=batch.channel_mask)
     loss = ctc_loss(output["logits"], output["padding_mask"], batch.targets, batch.target_lengths)
-    sums = {} if unwrapped(model).training else decoding_errors(output, batch, args)
+    sums = {} if unwrapped(model).training else decoding_errors(output, batch, settings)
     return StepOutput(loss=loss, items=items, sums=sums)
 
 
-def decoding_errors(output: dict, batch: AudioBatch, args: argparse.Namespace) -> dict[str, float]:
+def decoding_errors(output: dict, batch: AudioBatch, settings: Wav2Vec2TrainingSettings) -> dict[str, float]:
     """Word and character errors of greedy CTC decoding of the model's output against the batch's labels."""
-    dictionary = load_dictionary(args)
+    dictionary = load_dictionary(settings)
     hypotheses = transcripts(output["logits"], output["padding_mask"], dictionary)
     references = [dictionary.decode(row[:length].tolist())
                   for row, length in zip(batch.targets.cpu(), batch.target_lengths.tolist())]
@@ -229,7 +228,7 @@ def validation_metrics(sums: dict[str, float]) -> dict[str, float]:
     return {"val_wer": rates["wer"], "val_cer": rates["cer"]}
 
 
-def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
+def compile_model(model: nn.Module, settings: Wav2Vec2TrainingSettings) -> None:
     """--compile: the convolutional feature extractor and each transformer layer compiled in place (state-dict
     names unchanged). Layer by layer, so that LayerDrop's draw stays outside the compiled code; the layers share one
     compiled graph, and batch lengths that vary make it dynamic after the first recompile."""
@@ -241,7 +240,7 @@ def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
 RECIPE = Recipe(
     name=MODEL_NAME,
     items_unit="frames",
-    add_args=add_args,
+    add_args=arg_parser.add_args,
     model_config=model_config,
     build_model=build_model,
     compile_model=compile_model,
@@ -251,6 +250,7 @@ RECIPE = Recipe(
     task="automatic-speech-recognition",
     description=("wav2vec 2.0: a self-supervised speech encoder; with a CTC head "
                  "(fine-tuned) it recognizes letters from 16 kHz audio."),
+    settings=Wav2Vec2TrainingSettings,
     init_weights=init_weights,
     find_unused_parameters=True,  # LayerDrop and a frozen encoder leave parameters without gradients
     build_optimizers=build_optimizers,

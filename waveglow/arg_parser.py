@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from common.arguments import (add_dataclass_args, audio_flag, check_after_parsing, check_audio_flags, config_dict,
                               config_from_args, flag)
+from common.errors import UserError
+from common.training_settings import TrainingSettings
 
 
 @dataclass
@@ -24,14 +26,25 @@ class WaveGlowConfig:
     win_length: int = audio_flag("win_length")
 
 
+@dataclass(kw_only=True)
+class WaveGlowTrainingSettings(TrainingSettings):
+    """train.py -m WaveGlow's own flags, beside the shared ones."""
+    sigma: float = flag(1.0, "standard deviation of z in the training loss", group="WaveGlow training")
+    segment_length: int = flag(4000, "audio samples per training example (random crop; must be a multiple of "
+                                     "--groups)", group="WaveGlow training")
+
+
 def add_args(parser: argparse.ArgumentParser) -> None:
+    """The model's flags (WaveGlowConfig); the others are WaveGlowTrainingSettings'."""
     add_dataclass_args(parser.add_argument_group("WaveGlow architecture"), WaveGlowConfig)
     check_after_parsing(parser, check_audio_flags)  # it is conditioned on mels of these flags
+    check_after_parsing(parser, check_segment_length)
 
-    training = parser.add_argument_group("WaveGlow training")
-    training.add_argument("--sigma", type=float, default=1.0, help="standard deviation of z in the training loss")
-    training.add_argument("--segment-length", type=int, default=4000,
-                          help="audio samples per training example (random crop; must be a multiple of --groups)")
+
+def check_segment_length(args: argparse.Namespace) -> None:
+    """The training crops squeeze into vectors of --groups samples."""
+    if args.segment_length % args.groups != 0:
+        raise UserError(f"--segment-length ({args.segment_length}) must be a multiple of --groups ({args.groups})")
 
 
 def config_from_reference(config: dict) -> dict:

@@ -1,15 +1,12 @@
 """How the shared trainer trains WaveGlow (`python train.py -m WaveGlow ...`; see train.py)."""
 from __future__ import annotations
 
-import argparse
-
 from torch import nn
 
-from common.audio import AudioParams
 from common.audio_crops import crops_to_device
-from common.errors import UserError
 from common.recipe import DataSplits, Recipe, StepOutput
 from waveglow import arg_parser
+from waveglow.arg_parser import WaveGlowTrainingSettings
 from waveglow.data_function import MelAudioDataset, collate_mel_audio
 from waveglow.loss_function import WaveGlowLoss
 from waveglow.model import WaveGlow
@@ -21,27 +18,27 @@ def build_model(config: dict) -> nn.Module:
     return WaveGlow(**config)
 
 
-def build_data(args: argparse.Namespace, audio: AudioParams) -> DataSplits:
-    if args.segment_length % args.groups != 0:
-        raise UserError(f"--segment-length ({args.segment_length}) must be a multiple of --groups ({args.groups})")
-    train = MelAudioDataset(args.training_files, args.dataset_path, audio, args.segment_length, seed=args.seed)
-    validation = MelAudioDataset(args.validation_files, args.dataset_path, audio, args.segment_length,
-                                 seed=args.seed, vary_with_epoch=False)
+def build_data(settings: WaveGlowTrainingSettings, model_config: dict) -> DataSplits:
+    audio = settings.audio
+    train = MelAudioDataset(settings.training_files, settings.dataset_path, audio, settings.segment_length,
+                            seed=settings.seed)
+    validation = MelAudioDataset(settings.validation_files, settings.dataset_path, audio, settings.segment_length,
+                                 seed=settings.seed, vary_with_epoch=False)
     return DataSplits(train=train, validation=validation, collate=collate_mel_audio)
 
 
-def compute_loss(model: nn.Module, batch, args: argparse.Namespace) -> StepOutput:
+def compute_loss(model: nn.Module, batch, settings: WaveGlowTrainingSettings) -> StepOutput:
     mel, audio = batch
-    loss = WaveGlowLoss(args.sigma)(model(mel, audio))  # the loss sums in fp32 even under autocast
+    loss = WaveGlowLoss(settings.sigma)(model(mel, audio))  # the loss sums in fp32 even under autocast
     return StepOutput(loss=loss, items=audio.numel())  # audio samples: batch * segment_length
 
 
-def compile_model(model: nn.Module, args: argparse.Namespace) -> None:
+def compile_model(model: nn.Module, settings: WaveGlowTrainingSettings) -> None:
     """--compile: every coupling network compiled (WaveGlow.compile_coupling)."""
     model.compile_coupling()
 
 
-def validation_report(model: nn.Module, batch, args: argparse.Namespace) -> dict:
+def validation_report(model: nn.Module, batch, settings: WaveGlowTrainingSettings) -> dict:
     """A vocoded validation crop to listen to in TensorBoard."""
     mel, _ = batch
     return {"audio": {"sample": model.infer(mel[:1], sigma=VALIDATION_SAMPLE_SIGMA)[0]}}
@@ -58,6 +55,7 @@ RECIPE = Recipe(
     compute_loss=compute_loss,
     task="text-to-speech",
     description="WaveGlow: a flow-based vocoder from mel spectrograms to audio.",
+    settings=WaveGlowTrainingSettings,
     validation_report=validation_report,
     compile_model=compile_model,
     config_from_reference=arg_parser.config_from_reference,

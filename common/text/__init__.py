@@ -28,9 +28,11 @@ import json
 import logging
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Container, Iterable, Iterator, Sequence
 
+from common.arguments import add_dataclass_args, flag
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.text.cleaners import (CLEANER_NAMES, LANGUAGE_CLEANERS, get_cleaner, transliterates,
@@ -317,17 +319,22 @@ def read_symbols_file(path: str | Path, flag: str = "--symbols-file") -> list[st
     return symbols
 
 
+@dataclass(kw_only=True)
+class TextSettings:
+    """How a text model reads its transcripts: the flags --text-cleaners and --language."""
+    text_cleaners: list[str] = flag(["english_cleaners"], "cleaners applied in order before encoding; espeak_ipa "
+                                    "reads the text as eSpeak NG does in --language and writes its IPA (another "
+                                    "language, as sounds)", choices=CLEANER_NAMES, group="text")
+    language: str | None = flag(None, "the eSpeak NG language (voice) of espeak_ipa: en-us, en-gb, de, es, fr, ...; "
+                                      "saved in the checkpoint with the symbol table", metavar="VOICE", group="text")
+
+
 def add_text_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("text")
-    group.add_argument("--text-cleaners", nargs="+", default=["english_cleaners"], choices=CLEANER_NAMES,
-                       help="cleaners applied in order before encoding; espeak_ipa reads the text as eSpeak NG does in "
-                            "--language and writes its IPA (another language, as sounds)")
-    group.add_argument("--language", default=None, metavar="VOICE",
-                       help="the eSpeak NG language (voice) of espeak_ipa: en-us, en-gb, de, es, fr, ...; saved in the "
-                            "checkpoint with the symbol table")
+    """TextSettings' flags, in the group "text"."""
+    add_dataclass_args(parser, TextSettings)
 
 
-def text_language(args: argparse.Namespace) -> str | None:
+def text_language(args: TextSettings | argparse.Namespace) -> str | None:
     """--language, checked against --text-cleaners: a cleaner that needs a language gets one eSpeak NG knows, and a
     language is given only for such a cleaner (each mistake a UserError naming the flags)."""
     needs_language = [name for name in args.text_cleaners if name in LANGUAGE_CLEANERS]

@@ -60,7 +60,7 @@ def time_training_updates(steps: int, data: str) -> None:
     output_dir = tempfile.mkdtemp(prefix="benchmark_attention_")  # the trainer's log; nothing is saved
     args = train.parse_run_args(["-m", "wav2vec2", "finetune", "--config-file", "configs/wav2vec2_asr_demo.json",
                                  "--data", data, "-o", output_dir, "--num-workers", "0"])
-    trainer = Trainer(get_recipe(args.model_name), args)
+    trainer = Trainer.from_args(get_recipe(args.model_name), args)
     batches = cycling_batches(trainer)
     seconds = {way: [] for way in WAYS}
     warmup = 2

@@ -31,12 +31,10 @@ STEP_FAULT = "a fault injected into the training step"
 
 
 class TrainerWithAFault(Trainer):
-    def __init__(self, *args, fault: str, **keywords):
-        super().__init__(*args, **keywords)
-        self.fault = fault
+    fault = ""  # which fault strikes: set before train()
 
     def note_the_time(self) -> None:
-        (Path(self.args.output) / "fault_time").write_text(repr(time.time()))
+        (Path(self.settings.output) / "fault_time").write_text(repr(time.time()))
 
     def write_checkpoint(self, *args, **keywords) -> None:
         if self.fault == "save_on_rank_0" and self.context.rank == 0 and self.iteration == FAULT_STEP:
@@ -100,7 +98,8 @@ if __name__ == "__main__":
     def main():
         output, *extra = sys.argv[1:]
         torch.set_num_threads(1)
-        trainer = TrainerWithAFault(toy_recipe(), toy_args(output, *extra), fault=os.environ["FAULT"])
+        trainer = TrainerWithAFault.from_args(toy_recipe(), toy_args(output, *extra))
+        trainer.fault = os.environ["FAULT"]
         trainer.train()
         sys.exit(trainer.exit_status)
 

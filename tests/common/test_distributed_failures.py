@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 import torch.distributed as dist
 
-from common.arguments import add_training_args
+from common.training_settings import add_training_args
 from common.distributed import FailureBoard, RankFailure
 from common.errors import ArgumentParser, UserError
 from tests.common.failing_ranks import SAVE_FAULT, STEP_FAULT, run_failing_ranks

@@ -172,7 +172,7 @@ def test_a_log_file_or_tensorboard_folder_that_cannot_be_made_is_one_error_line_
     run = tmp_path / "run"
 
     def start(*flags):
-        return lambda: Trainer(toy_recipe(), toy_args(run, *flags))
+        return lambda: Trainer.from_args(toy_recipe(), toy_args(run, *flags))
 
     assert one_error_line(start("--log-file", str(tmp_path / "logs")), capsys) == (
         f"error: --log-file {tmp_path / 'logs'} is a folder; give the name of the log file to write (nvlog.json "
@@ -193,7 +193,7 @@ def test_half_written_checkpoints_of_a_killed_run_are_removed_at_start_up_and_sa
     (run / ".checkpoint_Toy_last.pt.tmp-4242").symlink_to("checkpoint_Toy_2.pt")
     (run / ".checkpoint_WaveGlow_2.pt.tmp-4242").write_bytes(b"another model's")
     (run / "notes.tmp-1").write_text("")
-    Trainer(toy_recipe(), toy_args(run)).train()
+    Trainer.from_args(toy_recipe(), toy_args(run)).train()
     said = [line for line in capsys.readouterr().out.splitlines() if "half-written" in line]
     assert said == ["removed 2 half-written checkpoint file(s) left by a run killed while saving: "
                     ".checkpoint_Toy_2.pt.tmp-4242, .checkpoint_Toy_last.pt.tmp-4242"]

@@ -46,7 +46,7 @@ def test_retention_keeps_the_newest_the_milestones_and_last_and_the_resume_is_ex
     epoch 1, and the `last` link; older ones are deleted once a newer one is written. Then a resume goes on."""
     flags = ("--epochs", "100", "--save-interval-updates", "1", "--keep-last-checkpoints", "2",
              "--keep-every-updates", "4", "--keep-every-epochs", "1")
-    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "10")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "10")).train()
     assert checkpoint_files(tmp_path / "stopped") == [
         "checkpoint_Toy_1.pt",  # the end of epoch 1 (update 6): an epoch milestone
         "checkpoint_Toy_1_4.pt", "checkpoint_Toy_2_2.pt",  # updates 4 and 8: update milestones
@@ -58,8 +58,9 @@ def test_retention_keeps_the_newest_the_milestones_and_last_and_the_resume_is_ex
     assert [save["iteration"] for save in saves] == list(range(1, 11))  # and the disk space left at each
     assert all(save["checkpoint_bytes"] > 0 and save["disk_free_bytes"] > 0 for save in saves)
 
-    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "14", "--resume-from-last")).train()
-    Trainer(toy_recipe(), toy_args(tmp_path / "straight", *flags, "--max-updates", "14")).train()
+    Trainer.from_args(toy_recipe(),
+                      toy_args(tmp_path / "stopped", *flags, "--max-updates", "14", "--resume-from-last")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "straight", *flags, "--max-updates", "14")).train()
     assert step_losses(tmp_path / "stopped") == step_losses(tmp_path / "straight")
     # The resumed run went on deleting the first run's files (2_3 and 2_4 are gone) and kept its milestones; the
     # end of epoch 2 (update 12) is one.
@@ -72,7 +73,7 @@ def test_by_default_every_checkpoint_is_kept_and_a_warning_comes_before_the_disk
                                                                                          capsys):
     monkeypatch.setattr("common.checkpoint_retention.shutil.disk_usage",
                         lambda path: type("Usage", (), {"free": 1000})())  # less than one toy checkpoint
-    Trainer(toy_recipe(), toy_args(tmp_path, "--epochs", "3", "--epochs-per-checkpoint", "1")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path, "--epochs", "3", "--epochs-per-checkpoint", "1")).train()
     assert checkpoint_files(tmp_path) == ["checkpoint_Toy_1.pt", "checkpoint_Toy_2.pt", "checkpoint_Toy_3.pt",
                                           "checkpoint_Toy_last.pt"]
     captured = capsys.readouterr()
@@ -135,13 +136,13 @@ def test_a_signal_to_one_of_two_ranks_stops_both_after_the_same_step_and_the_res
 
 
 def test_epochs_this_job_stops_at_an_epoch_end_with_a_checkpoint_and_exit_status_0(tmp_path):
-    first = Trainer(toy_recipe(), toy_args(tmp_path / "jobs", "--epochs", "3", "--epochs-this-job", "2"))
+    first = Trainer.from_args(toy_recipe(), toy_args(tmp_path / "jobs", "--epochs", "3", "--epochs-this-job", "2"))
     first.train()
     assert (first.epoch, first.exit_status) == (2, 0)
     assert load_checkpoint(tmp_path / "jobs" / "checkpoint_Toy_last.pt")["epoch"] == 2
-    Trainer(toy_recipe(), toy_args(tmp_path / "jobs", "--epochs", "3", "--epochs-this-job", "2",
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "jobs", "--epochs", "3", "--epochs-this-job", "2",
                                    "--resume-from-last")).train()
-    Trainer(toy_recipe(), toy_args(tmp_path / "straight", "--epochs", "3")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "straight", "--epochs", "3")).train()
     assert step_losses(tmp_path / "jobs") == step_losses(tmp_path / "straight")
 
 
@@ -154,7 +155,7 @@ def test_an_output_folder_that_cannot_be_made_is_an_error_at_start_up(tmp_path, 
     built = []
     recipe = toy_recipe(build_model=lambda config: built.append("model") or torch.nn.Linear(4, 1))
     with pytest.raises(UserError, match=f"-o/--output {tmp_path / output}"):
-        Trainer(recipe, toy_args(tmp_path / output))
+        Trainer.from_args(recipe, toy_args(tmp_path / output))
     assert not built  # before the model, the data and the first epoch
 
 
@@ -262,7 +263,7 @@ def test_max_skipped_steps_ends_a_diverged_run_naming_the_last_checkpoint(tmp_pa
         return output
     diverging_from_step_7.steps = 0
 
-    trainer = Trainer(toy_recipe(compute_loss=diverging_from_step_7),
+    trainer = Trainer.from_args(toy_recipe(compute_loss=diverging_from_step_7),
                       toy_args(tmp_path, "--epochs", "5", "--save-interval-updates", "3", "--max-skipped-steps", "4"))
     with pytest.raises(UserError, match=r"--max-skipped-steps 4: 4 steps in a row had a non-finite loss or gradient "
                                         r"\(the last at epoch 2, batch 4\); the last checkpoint, "
@@ -279,7 +280,7 @@ def test_a_finite_loss_with_a_non_finite_gradient_is_skipped_not_applied(tmp_pat
         return output
 
     for clipping in ("1.0", "0"):
-        trainer = Trainer(toy_recipe(compute_loss=loss_with_a_nan_gradient),
+        trainer = Trainer.from_args(toy_recipe(compute_loss=loss_with_a_nan_gradient),
                           toy_args(tmp_path / clipping, "--grad-clip-thresh", clipping))
         trainer.train()
         assert trainer.skipped_steps == 6 and trainer.iteration == 0
@@ -288,7 +289,7 @@ def test_a_finite_loss_with_a_non_finite_gradient_is_skipped_not_applied(tmp_pat
 
 @pytest.mark.slow
 def test_val_interval_epochs_checkpoint_only_at_the_end_no_save_and_the_benchmark_figure(tmp_path):
-    Trainer(toy_recipe(), toy_args(tmp_path / "a", "--epochs", "5", "--val-interval-epochs", "2",
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "a", "--epochs", "5", "--val-interval-epochs", "2",
                                    "--epochs-per-checkpoint", "0", "--benchmark-epochs-num", "2")).train()
     records = read_dllogger_file(tmp_path / "a" / "nvlog.json")
     assert [r["step"] for r in records if "val_loss" in r["data"]] == [[2], [4], [5]]
@@ -298,7 +299,7 @@ def test_val_interval_epochs_checkpoint_only_at_the_end_no_save_and_the_benchmar
     summary = [r["data"] for r in records if r["step"] == [] and "run_time" in r["data"]][0]
     assert summary["train_benchmark_items_per_sec"] == pytest.approx(sum(throughputs) / 2)
 
-    Trainer(toy_recipe(), toy_args(tmp_path / "b", "--epochs", "2", "--no-save")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "b", "--epochs", "2", "--no-save")).train()
     assert checkpoint_files(tmp_path / "b") == []
 
 

@@ -24,7 +24,7 @@ from wav2vec2.data_function import ConcatBatches
 
 
 def trained(folder, *flags, recipe=None) -> Trainer:
-    trainer = Trainer(recipe or toy_recipe(), toy_args(folder, *flags))
+    trainer = Trainer.from_args(recipe or toy_recipe(), toy_args(folder, *flags))
     trainer.train()
     return trainer
 
@@ -71,7 +71,7 @@ def test_a_dangling_last_link_resumes_from_the_newest_checkpoint_by_its_step_not
     older = {name: (run / name).read_bytes() for name in ("checkpoint_Toy_1.pt", "checkpoint_Toy_1_4.pt")}
     capsys.readouterr()
 
-    resumed = Trainer(toy_recipe(), toy_args(run, "--epochs", "4", "--epochs-per-checkpoint", "1",
+    resumed = Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "4", "--epochs-per-checkpoint", "1",
                                              "--resume-from-last"))
     assert (resumed.epoch, resumed.iteration, resumed.batches_done_in_epoch) == (2, 12, 0)
     assert (f"--resume-from-last: checkpoint_Toy_last.pt points at checkpoint_Toy_3.pt, which is gone; resuming from "
@@ -89,7 +89,7 @@ def test_a_copy_made_without_the_link_resumes_from_its_newest_checkpoint(tmp_pat
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "run", copy, ignore=shutil.ignore_patterns("checkpoint_Toy_last.pt"))
     capsys.readouterr()
-    resumed = Trainer(toy_recipe(), toy_args(copy, "--epochs", "4", "--resume-from-last"))
+    resumed = Trainer.from_args(toy_recipe(), toy_args(copy, "--epochs", "4", "--resume-from-last"))
     assert (resumed.epoch, resumed.iteration) == (3, 18)
     assert (f"--resume-from-last: there is no checkpoint_Toy_last.pt; resuming from {copy / 'checkpoint_Toy_3.pt'}"
             in capsys.readouterr().out)
@@ -105,7 +105,7 @@ def test_a_last_checkpoint_that_does_not_load_is_skipped_with_a_warning_and_the_
     newest = run / "checkpoint_Toy_3.pt"
     newest.write_bytes(newest.read_bytes()[:1000])  # as a copy cut short by a full disk
     capsys.readouterr()
-    resumed = Trainer(toy_recipe(), toy_args(run, "--epochs", "4", "--epochs-per-checkpoint", "1",
+    resumed = Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "4", "--epochs-per-checkpoint", "1",
                                              "--resume-from-last"))
     assert (resumed.epoch, resumed.iteration, resumed.batches_done_in_epoch) == (2, 16, 4)  # checkpoint_Toy_3_4.pt
     printed = capsys.readouterr()
@@ -128,7 +128,7 @@ def test_checkpoints_none_of_which_loads_are_refused_and_left_as_they_are(tmp_pa
     (run / "checkpoint_Toy_last.pt").unlink()
     before = contents(run)
     with pytest.raises(UserError) as refused:
-        Trainer(toy_recipe(), toy_args(run, "--epochs", "3", "--resume-from-last"))
+        Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "3", "--resume-from-last"))
     assert str(refused.value) == (
         f"--resume-from-last: none of the checkpoints of Toy in {run} loads (checkpoint_Toy_1.pt: the file is "
         "damaged, truncated, or not a PyTorch checkpoint; checkpoint_Toy_2.pt: the file is damaged, truncated, or "
@@ -143,7 +143,7 @@ def test_a_run_that_would_write_over_another_runs_checkpoints_is_refused(tmp_pat
     trained(run, "--epochs", "1")
     before = contents(run)
     with pytest.raises(UserError) as refused:
-        Trainer(toy_recipe(), toy_args(run, "--epochs", "2"))
+        Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "2"))
     assert str(refused.value) == (
         f"-o/--output {run} already holds checkpoints of Toy (checkpoint_Toy_1.pt, checkpoint_Toy_last.pt), and a "
         "new run would write over them: give --resume-from-last to continue the run they belong to, or another "
@@ -151,13 +151,13 @@ def test_a_run_that_would_write_over_another_runs_checkpoints_is_refused(tmp_pat
     trained(tmp_path / "elsewhere", "--epochs", "1")
     with pytest.raises(UserError, match=r"already holds checkpoints of Toy .*, and --checkpoint-path .* \(a run from "
                                         r"elsewhere\) would write over them"):
-        Trainer(toy_recipe(), toy_args(run, "--epochs", "2", "--checkpoint-path",
+        Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "2", "--checkpoint-path",
                                        str(tmp_path / "elsewhere" / "checkpoint_Toy_1.pt")))
     assert contents(run) == before
     trained(run, "--epochs", "1", "--no-save")  # a run that writes no checkpoint (a benchmark) may share the folder
     # A checkpoint of the folder's own run continues that run (rolling back to an earlier step, as the
     # --max-skipped-steps advice does).
-    assert Trainer(toy_recipe(), toy_args(run, "--epochs", "2", "--checkpoint-path",
+    assert Trainer.from_args(toy_recipe(), toy_args(run, "--epochs", "2", "--checkpoint-path",
                                           str(run / "checkpoint_Toy_1.pt"))).epoch == 1
 
     # Without a checkpoint of the model (a dangling link is none), --resume-from-last starts afresh.
@@ -165,7 +165,7 @@ def test_a_run_that_would_write_over_another_runs_checkpoints_is_refused(tmp_pat
     empty.mkdir()
     (empty / "checkpoint_Toy_last.pt").symlink_to("checkpoint_Toy_7.pt")
     capsys.readouterr()
-    assert Trainer(toy_recipe(), toy_args(empty, "--resume-from-last")).iteration == 0
+    assert Trainer.from_args(toy_recipe(), toy_args(empty, "--resume-from-last")).iteration == 0
     assert f"--resume-from-last: no checkpoint of Toy in {empty} yet, starting from scratch" in capsys.readouterr().out
 
 
@@ -176,12 +176,13 @@ def test_the_best_checkpoint_is_resumed_only_when_no_periodic_one_loads(tmp_path
     run = tmp_path / "run"
     trained(run, "--epochs", "3", "--epochs-per-checkpoint", "1", recipe=recipe)
     best = load_checkpoint(run / "checkpoint_Toy_best.pt")
-    assert Trainer(recipe, toy_args(run, "--epochs", "4", "--resume-from-last")).iteration == 18  # `last`, not best
+    resumed = Trainer.from_args(recipe, toy_args(run, "--epochs", "4", "--resume-from-last"))
+    assert resumed.iteration == 18  # `last`, not best
     (run / "checkpoint_Toy_last.pt").unlink()
     for name in ("checkpoint_Toy_1.pt", "checkpoint_Toy_2.pt", "checkpoint_Toy_3.pt"):
         (run / name).write_bytes(b"")
     capsys.readouterr()
-    resumed = Trainer(recipe, toy_args(run, "--epochs", "4", "--resume-from-last"))
+    resumed = Trainer.from_args(recipe, toy_args(run, "--epochs", "4", "--resume-from-last"))
     assert (resumed.epoch, resumed.iteration) == (best["epoch"], best["iteration"])
     printed = capsys.readouterr()
     best_file = run / "checkpoint_Toy_best.pt"
@@ -203,14 +204,15 @@ def test_a_mid_epoch_resume_with_another_batch_size_takes_each_item_of_the_epoch
     trained(run, "-bs", "2", "--max-updates", "2", recipe=recording_recipe())
     assert len(items_taken(run)) == 4
     capsys.readouterr()
-    second = Trainer(recording_recipe(), toy_args(run, "-bs", "1", "--max-updates", "5", "--resume-from-last"))
+    second = Trainer.from_args(recording_recipe(),
+                               toy_args(run, "-bs", "1", "--max-updates", "5", "--resume-from-last"))
     assert (f"resuming 2 batches into epoch 1 with other batching than {run / 'checkpoint_Toy_1_2.pt'} (-bs 2 -> 1): "
             "the 4 items its run had taken this epoch are left out and the others batched anew (batches left on this "
             "rank: 8); the loss curve will not match an uninterrupted run" in capsys.readouterr().out)
     second.train()
     assert len(items_taken(run)) == 7
     assert load_checkpoint(run / "checkpoint_Toy_1_5.pt")["resumed_epoch"]["batches_before"] == 2
-    third = Trainer(recording_recipe(), toy_args(run, "-bs", "5", "--resume-from-last"))
+    third = Trainer.from_args(recording_recipe(), toy_args(run, "-bs", "5", "--resume-from-last"))
     assert "(-bs 1 -> 5): the 7 items its run had taken this epoch are left out" in capsys.readouterr().out
     third.train()
     assert sorted(items_taken(run)) == list(range(12))  # each item of the epoch once

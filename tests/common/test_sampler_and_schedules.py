@@ -2,9 +2,10 @@ import argparse
 
 import pytest
 
-from common.arguments import add_training_args
+from common.training_settings import TrainingSettings, add_training_args
 from common.sampler import EpochBatchSampler, MaxTokensBatchSampler
-from common.schedules import EpochAnnealSchedule, TriStageSchedule, WarmupPolynomialSchedule, schedule_from_args
+from common.arguments import config_from_args
+from common.schedules import EpochAnnealSchedule, TriStageSchedule, WarmupPolynomialSchedule, schedule_of
 
 
 def test_epoch_order_depends_only_on_seed_and_epoch():
@@ -73,15 +74,19 @@ def test_tri_stage_schedule_warms_up_holds_and_decays_exponentially():
 def test_schedules_come_from_the_flags():
     parser = argparse.ArgumentParser()
     add_training_args(parser)
+
+    def schedule_of_flags(args: argparse.Namespace):
+        return schedule_of(config_from_args(TrainingSettings, args))
+
     base = ["-o", "x", "-lr", "1", "--max-updates", "30"]
-    tri = schedule_from_args(parser.parse_args(base + ["--lr-schedule", "tri-stage", "--warmup-updates", "3",
+    tri = schedule_of_flags(parser.parse_args(base + ["--lr-schedule", "tri-stage", "--warmup-updates", "3",
                                                        "--hold-updates", "4", "--decay-updates", "5",
                                                        "--final-lr-scale", "0.1"]))
     assert tri == TriStageSchedule(3, 4, 5, 0.01, 0.1)
-    poly = schedule_from_args(parser.parse_args(base + ["--lr-schedule", "warmup-polynomial", "--warmup-updates", "2"]))
+    poly = schedule_of_flags(parser.parse_args(base + ["--lr-schedule", "warmup-polynomial", "--warmup-updates", "2"]))
     assert poly == WarmupPolynomialSchedule(2, 30, 1.0, 0.0)
     with pytest.raises(ValueError, match="set --max-updates"):
-        schedule_from_args(parser.parse_args(["-o", "x", "-lr", "1", "--lr-schedule", "warmup-polynomial"]))
+        schedule_of_flags(parser.parse_args(["-o", "x", "-lr", "1", "--lr-schedule", "warmup-polynomial"]))
 
 
 LENGTHS = [5, 40, 7, 33, 12, 18, 25, 9, 30, 3, 16, 21, 38, 11, 27, 6]

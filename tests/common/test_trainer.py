@@ -19,7 +19,7 @@ from tests.common.toy_recipes import (Points, gan_recipe, max_tokens_recipe, met
 
 
 def final_weights(recipe, args):
-    trainer = Trainer(recipe, args)
+    trainer = Trainer.from_args(recipe, args)
     trainer.train()
     return trainer.model.weight.detach().clone(), trainer
 
@@ -50,15 +50,15 @@ def test_non_finite_losses_are_skipped_counted_and_training_goes_on(tmp_path):
 
 def test_a_recipe_with_two_optimizers_steps_both_and_resumes_exactly(tmp_path):
     recipe = gan_recipe()
-    straight = Trainer(recipe, toy_args(tmp_path / "straight", "--epochs", "3"))
+    straight = Trainer.from_args(recipe, toy_args(tmp_path / "straight", "--epochs", "3"))
     before = {name: p.detach().clone() for name, p in straight.model.named_parameters()}
     straight.train()
     assert all(not torch.equal(before[name], p) for name, p in straight.model.named_parameters())
     checkpoint = load_checkpoint(tmp_path / "straight" / "checkpoint_Toy_last.pt", expected_model="Toy")
     assert sorted(checkpoint["optimizers"]) == ["critic", "generator"]
 
-    Trainer(recipe, toy_args(tmp_path / "stopped", "--epochs", "1")).train()
-    Trainer(recipe, toy_args(tmp_path / "stopped", "--epochs", "3", "--resume-from-last")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path / "stopped", "--epochs", "1")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path / "stopped", "--epochs", "3", "--resume-from-last")).train()
 
     def curve(folder):
         return [(r["step"], r["data"]["train_loss"], r["data"]["train_critic_loss"])
@@ -69,7 +69,7 @@ def test_a_recipe_with_two_optimizers_steps_both_and_resumes_exactly(tmp_path):
 
 def test_a_recipe_can_bring_a_step_based_schedule(tmp_path):
     schedule = lambda args: WarmupPolynomialSchedule(warmup_steps=2, total_steps=6)  # noqa: E731
-    Trainer(toy_recipe(lr_schedule=schedule), toy_args(tmp_path)).train()
+    Trainer.from_args(toy_recipe(lr_schedule=schedule), toy_args(tmp_path)).train()
     rates = [r["data"]["lr"] for r in read_dllogger_file(tmp_path / "nvlog.json") if isinstance(r["step"], list)
              and len(r["step"]) == 2]
     assert rates == pytest.approx([0.05 * schedule(None).multiplier(0, step) for step in range(6)])
@@ -77,9 +77,9 @@ def test_a_recipe_can_bring_a_step_based_schedule(tmp_path):
 
 def test_resuming_a_finished_run_says_there_is_nothing_to_train(tmp_path, capsys):
     recipe = toy_recipe()
-    Trainer(recipe, toy_args(tmp_path, "--epochs", "2")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "2")).train()
     weights = load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")["state_dict"]
-    trainer = Trainer(recipe, toy_args(tmp_path, "--epochs", "1", "--resume-from-last"))
+    trainer = Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "1", "--resume-from-last"))
     trainer.train()
     assert ("nothing to train: the resumed run has done 2 epochs and 12 updates (--epochs 1, --max-updates None)"
             in capsys.readouterr().err)
@@ -97,7 +97,7 @@ def test_gan_parts_on_two_ranks_stay_identical_and_equal_one_process_on_the_glob
     """Each part is its own DDP: both optimizers' gradients are averaged over ranks, so 2 ranks of batch 2 take the
     same steps as 1 process of batch 4 (rank r holds every second batch of 2 of the same permutation)."""
     ranks = train_on_ranks("gan", tmp_path / "ddp", "--epochs", "2", "-bs", "2")
-    single = Trainer(gan_recipe(), toy_args(tmp_path / "single", "--epochs", "2", "-bs", "4"))
+    single = Trainer.from_args(gan_recipe(), toy_args(tmp_path / "single", "--epochs", "2", "-bs", "4"))
     single.train()
     for name, value in single.model.state_dict().items():
         assert torch.equal(ranks[0][name], ranks[1][name]), name
@@ -113,7 +113,7 @@ def test_a_part_not_named_by_the_recipe_is_an_error(tmp_path):
     recipe = gan_recipe()
     recipe.parts = ("generator",)
     with pytest.raises(ValueError, match=r"parameters outside the recipe's parts \['generator'\].*critic"):
-        Trainer(recipe, toy_args(tmp_path))
+        Trainer.from_args(recipe, toy_args(tmp_path))
 
 
 def test_the_schedule_multiplies_each_parameter_groups_own_learning_rate(tmp_path):
@@ -122,7 +122,7 @@ def test_the_schedule_multiplies_each_parameter_groups_own_learning_rate(tmp_pat
                                           {"params": [model.bias], "lr": args.learning_rate * 0.1}],
                                          lr=args.learning_rate)}
 
-    trainer = Trainer(toy_recipe(build_optimizers=two_groups),
+    trainer = Trainer.from_args(toy_recipe(build_optimizers=two_groups),
                       toy_args(tmp_path, "--epochs", "3", "--anneal-steps", "1", "2", "-lr", "0.5"))
     rates = []
     original = trainer.step
@@ -136,7 +136,7 @@ def test_the_schedule_multiplies_each_parameter_groups_own_learning_rate(tmp_pat
 def test_grad_clip_thresh_zero_means_no_clipping(tmp_path):
     recipe = toy_recipe(build_optimizers=sgd)
     torch.manual_seed(0)
-    unclipped = Trainer(recipe, toy_args(tmp_path / "a", "--max-updates", "1", "--grad-clip-thresh", "0",
+    unclipped = Trainer.from_args(recipe, toy_args(tmp_path / "a", "--max-updates", "1", "--grad-clip-thresh", "0",
                                          "-lr", "0.01"))
     start = {name: p.detach().clone() for name, p in unclipped.model.named_parameters()}
     unclipped.train()
@@ -145,7 +145,7 @@ def test_grad_clip_thresh_zero_means_no_clipping(tmp_path):
     assert norm > 1.0  # so the default threshold of 1 would clip
     moved = torch.cat([(start[name] - p.detach()).flatten() for name, p in unclipped.model.named_parameters()])
     assert moved.norm().item() == pytest.approx(0.01 * norm, rel=1e-5)  # the whole gradient, unscaled
-    clipped = Trainer(recipe, toy_args(tmp_path / "b", "--max-updates", "1", "-lr", "0.01"))
+    clipped = Trainer.from_args(recipe, toy_args(tmp_path / "b", "--max-updates", "1", "-lr", "0.01"))
     clipped.train()
     moved = torch.cat([(start[name] - p.detach()).flatten() for name, p in clipped.model.named_parameters()])
     assert moved.norm().item() == pytest.approx(0.01 * 1.0, rel=1e-4)
@@ -155,21 +155,22 @@ def test_training_by_updates_validates_and_saves_on_intervals_and_resumes_exactl
     """6 batches an epoch; --max-updates 10 ends inside epoch 2. Stopping at 4 (between a validation at 3 and a
     checkpoint at 5) and resuming to 10 gives the uninterrupted curve."""
     flags = ("--epochs", "100", "--val-interval-updates", "3", "--save-interval-updates", "5")
-    Trainer(toy_recipe(), toy_args(tmp_path / "straight", *flags, "--max-updates", "10")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "straight", *flags, "--max-updates", "10")).train()
     records = read_dllogger_file(tmp_path / "straight" / "nvlog.json")
     assert [r["step"] for r in records if "val_loss" in r["data"]] == [[1, 3], [1, 6], [2, 3], [2, 4]]
     saved = sorted(path.name for path in (tmp_path / "straight").glob("checkpoint_Toy_*.pt"))
     assert saved == ["checkpoint_Toy_1_5.pt", "checkpoint_Toy_2_4.pt", "checkpoint_Toy_last.pt"]  # updates 5 and 10
     assert load_checkpoint(tmp_path / "straight" / "checkpoint_Toy_last.pt")["iteration"] == 10
 
-    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "4")).train()
-    Trainer(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "10", "--resume-from-last")).train()
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path / "stopped", *flags, "--max-updates", "4")).train()
+    Trainer.from_args(toy_recipe(),
+                      toy_args(tmp_path / "stopped", *flags, "--max-updates", "10", "--resume-from-last")).train()
     assert step_curve(tmp_path / "stopped", "train_loss") == step_curve(tmp_path / "straight", "train_loss")
 
 
 def test_epochs_or_updates_must_be_given(tmp_path):
     with pytest.raises(ValueError, match="--epochs N, --max-updates N, or both"):
-        Trainer(toy_recipe(), toy_args(tmp_path, "--epochs", "0"))
+        Trainer.from_args(toy_recipe(), toy_args(tmp_path, "--epochs", "0"))
 
 
 @pytest.mark.slow
@@ -177,7 +178,8 @@ def test_max_tokens_steps_are_the_mean_over_items_on_two_ranks_as_with_accumulat
     """Batches of different sizes: 2 ranks with one batch each take the step that 1 process takes by accumulating
     the same two batches, because gradients are weighted by items over micro-batches and ranks."""
     recipe = max_tokens_recipe()
-    single = Trainer(recipe, toy_args(tmp_path / "single", "--grad-accumulation", "2", "--grad-clip-thresh", "0"))
+    single = Trainer.from_args(recipe,
+                               toy_args(tmp_path / "single", "--grad-accumulation", "2", "--grad-clip-thresh", "0"))
     sizes = [len(batch) for batch in single.train_sampler]
     assert len(set(sizes)) > 1  # the test needs micro-batches of different sizes
     single.train()
@@ -194,7 +196,7 @@ def test_max_tokens_steps_are_the_mean_over_items_on_two_ranks_as_with_accumulat
 @pytest.mark.slow
 def test_validation_metrics_cover_the_whole_set_on_every_rank_and_sum_across_ranks(tmp_path):
     ranks = train_on_ranks("metric", tmp_path / "ddp")
-    single = Trainer(metric_recipe(), toy_args(tmp_path / "single", "-bs", "4"))
+    single = Trainer.from_args(metric_recipe(), toy_args(tmp_path / "single", "-bs", "4"))
     single.train()
     validation = [r["data"] for r in read_dllogger_file(tmp_path / "ddp" / "nvlog.json") if "val_mse" in r["data"]]
     assert validation[0]["val_items_seen"] == 5  # 5 items: batches [0, 1], [4] on rank 0 and [2, 3] on rank 1
@@ -207,8 +209,8 @@ def test_validation_metrics_cover_the_whole_set_on_every_rank_and_sum_across_ran
 
 
 def test_micro_batches_of_different_sizes_step_on_the_mean_over_all_their_items(tmp_path):
-    trainer = Trainer(max_tokens_recipe(), toy_args(tmp_path, "--grad-accumulation", "2", "--grad-clip-thresh", "0",
-                                                    "--max-updates", "1"))
+    trainer = Trainer.from_args(max_tokens_recipe(), toy_args(tmp_path, "--grad-accumulation", "2",
+                                                              "--grad-clip-thresh", "0", "--max-updates", "1"))
     trainer.train_sampler.set_epoch(0)
     first, second = list(trainer.train_sampler)[:2]
     assert len(first) != len(second)
@@ -230,7 +232,7 @@ def test_the_best_checkpoint_follows_the_recipes_metric_and_survives_a_resume(tm
     lower is better), is never the `last` pointer's target, and a resumed run remembers the best value so far."""
     recipe = metric_recipe()
     recipe.best_checkpoint_metric = "val_mse"
-    Trainer(recipe, toy_args(tmp_path, "--epochs", "3")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "3")).train()
     records = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_mse" in r["data"]]
     best = load_checkpoint(tmp_path / "checkpoint_Toy_best.pt")
     assert best["best_metric_value"] == pytest.approx(min(r["val_mse"] for r in records))
@@ -239,17 +241,17 @@ def test_the_best_checkpoint_follows_the_recipes_metric_and_survives_a_resume(tm
     last = load_checkpoint(tmp_path / "checkpoint_Toy_last.pt")
     assert last["epoch"] == 3 and last["best_metric_value"] == best["best_metric_value"]
 
-    resumed = Trainer(recipe, toy_args(tmp_path, "--epochs", "4", "--resume-from-last"))
+    resumed = Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "4", "--resume-from-last"))
     assert resumed.best_metric_value == best["best_metric_value"]
 
 
 def test_set_num_updates_sees_every_step_count_before_its_step_and_after_a_resume(tmp_path):
     seen = []
     recipe = toy_recipe(set_num_updates=lambda model, updates: seen.append(updates))
-    Trainer(recipe, toy_args(tmp_path, "--epochs", "2")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "2")).train()
     assert seen == list(range(12))  # 6 batches of 2 per epoch
     seen.clear()
-    Trainer(recipe, toy_args(tmp_path, "--epochs", "3", "--resume-from-last")).train()
+    Trainer.from_args(recipe, toy_args(tmp_path, "--epochs", "3", "--resume-from-last")).train()
     assert seen == list(range(12, 18))
 
 
@@ -259,7 +261,7 @@ def test_validation_logs_the_losss_metrics_as_means_over_items(tmp_path):
         error = (model(x) - y).pow(2)
         return StepOutput(error.mean(), len(x), {"first_item_error": error[0, 0].detach()})
 
-    trainer = Trainer(toy_recipe(compute_loss=loss_with_a_part), toy_args(tmp_path, "-bs", "3"))
+    trainer = Trainer.from_args(toy_recipe(compute_loss=loss_with_a_part), toy_args(tmp_path, "-bs", "3"))
     trainer.train()
     validation = [r["data"] for r in read_dllogger_file(tmp_path / "nvlog.json") if "val_loss" in r["data"]][0]
     points = Points(4, seed=1)  # validation batches [0, 1, 2] and [3], weighted by their 3 and 1 items
@@ -270,7 +272,7 @@ def test_validation_logs_the_losss_metrics_as_means_over_items(tmp_path):
 def test_the_trainer_has_everything_a_recipes_train_step_may_use(tmp_path):
     """TrainerView (common/recipe.py) is what train_step is typed with: every attribute of it is on a Trainer, and
     every method takes the same parameters."""
-    trainer = Trainer(gan_recipe(), toy_args(tmp_path))
+    trainer = Trainer.from_args(gan_recipe(), toy_args(tmp_path))
     assert isinstance(trainer, TrainerView)
     assert {"device", "iteration", "model", "optimizers"} <= set(TrainerView.__annotations__)
     for name in TrainerView.__annotations__:
@@ -288,6 +290,6 @@ def test_bf16_on_a_cpu_that_emulates_it_is_warned_about(tmp_path, capsys, precis
     training run there says so once; a CPU with native bf16, and an fp32 run, say nothing."""
     from common.cpu import NO_NATIVE_BF16, native_bf16
 
-    Trainer(toy_recipe(), toy_args(tmp_path, precision))
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path, precision))
     warned = f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here\n" in capsys.readouterr().err
     assert warned == (precision == "--bf16" and not native_bf16())

@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import Dataset
 
-from common.arguments import add_training_args
+from common.training_settings import add_training_args
 from common.errors import UserError
 from common.distributed import ModelParts, run_entry_point
 from common.recipe import DataSplits, Recipe, StepOutput, TrainerView
@@ -188,7 +188,7 @@ def _rank_main(rank: int, world_size: int, port: int, recipe_name: str, output: 
     torch.set_num_threads(1)
 
     def train_and_save() -> None:
-        trainer = Trainer(RECIPES[recipe_name](), toy_args(output, "--dist-backend", "gloo", *extra))
+        trainer = Trainer.from_args(RECIPES[recipe_name](), toy_args(output, "--dist-backend", "gloo", *extra))
         trainer.train()
         torch.save(trainer.model.state_dict(), Path(output) / f"final_rank{rank}.pt")
 
@@ -238,7 +238,7 @@ if __name__ == "__main__":
     def main():
         recipe_name, output, *extra = sys.argv[1:]
         torch.set_num_threads(1)
-        trainer = Trainer(RECIPES[recipe_name](), toy_args(output, *extra))
+        trainer = Trainer.from_args(RECIPES[recipe_name](), toy_args(output, *extra))
         trainer.train()
         sys.exit(trainer.exit_status)
 

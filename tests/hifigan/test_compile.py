@@ -40,7 +40,7 @@ def test_training_compile_takes_the_eager_steps(synthetic_corpus, tmp_path, monk
     for name, flags in (("eager", []), ("compiled", ["--compile"])):
         args = train.parse_run_args(run_args("HiFiGAN", synthetic_corpus, tmp_path / name, *SHORT_CROPS,
                                               "--epochs", "1", *flags))
-        trainer = Trainer(get_recipe("HiFiGAN"), args)
+        trainer = Trainer.from_args(get_recipe("HiFiGAN"), args)
         trainer.train_sampler.set_epoch(0)
         batch = batch if batch is not None else next(iter(trainer.train_loader))
         losses[name] = [trainer.train_step([batch])["train_loss"] for _ in range(2)]

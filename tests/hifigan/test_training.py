@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train
-from common.arguments import audio_params_of
+from common.arguments import audio_params_of, config_from_args
 from common.audio import AudioParams, MelSpectrogram, load_wav
 from common.checkpoint import load_checkpoint
 from common.errors import UserError, exit_on_user_error
@@ -72,7 +72,7 @@ def test_two_ranks_accumulating_equal_one_process_on_the_global_batch(synthetic_
 @pytest.mark.slow
 def test_the_ema_starts_as_the_generator_averages_its_steps_and_resumes(synthetic_corpus, tmp_path):
     torch.set_num_threads(1)
-    trainer = Trainer(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "one", "--max-updates", "1",
+    trainer = Trainer.from_args(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "one", "--max-updates", "1",
                                               "--ema-decay", "0.75")))
     model: HiFiGAN = trainer.model
     start = {key: value.clone() for key, value in model.generator.state_dict().items()}
@@ -111,7 +111,7 @@ def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_ra
     args = parsed(hifigan_args(synthetic_corpus, tmp_path / "tuned", "--max-updates", "1",
                            "--fine-tune-from", str(tmp_path / "base" / "checkpoint_HiFiGAN_last.pt"),
                            "--fine-tune-lr-factor", "3"))
-    trainer = Trainer(RECIPE, args)
+    trainer = Trainer.from_args(RECIPE, args)
     state = trainer.model.state_dict()
     for key, value in base.items():
         if not key.startswith("generator_ema."):
@@ -125,7 +125,7 @@ def test_fine_tuning_starts_from_the_checkpoints_weights_at_a_multiple_of_the_ra
                            "--fine-tune-from", str(tmp_path / "base" / "checkpoint_HiFiGAN_last.pt"),
                            "--upsample-initial-channel", "32"))
     with pytest.raises(ValueError, match=r"--fine-tune-from .*checkpoint_HiFiGAN_last.pt do not fit the model"):
-        Trainer(RECIPE, args)
+        Trainer.from_args(RECIPE, args)
 
 
 @pytest.mark.slow
@@ -149,9 +149,9 @@ def test_fine_tuning_in_the_base_runs_folder_goes_on_at_a_multiple_of_the_rate_a
                             "--fine_tune_lr_factor", "3")
 
     with pytest.raises(UserError, match="nothing left to fine-tune; raise --epochs or --max-updates"):
-        Trainer(RECIPE, parsed(fine_tuning(tmp_path / "base", 1)))
+        Trainer.from_args(RECIPE, parsed(fine_tuning(tmp_path / "base", 1)))
 
-    trainer = Trainer(RECIPE, parsed(fine_tuning(tmp_path / "straight", 4)))
+    trainer = Trainer.from_args(RECIPE, parsed(fine_tuning(tmp_path / "straight", 4)))
     assert (trainer.epoch, trainer.iteration, trainer.batches_done_in_epoch, trainer.fine_tune_epoch_start) == (
         base["epoch"], base["iteration"], base["batches_done_in_epoch"], base["epoch"]) == (0, 1, 1, 0)
     state = trainer.model.state_dict()
@@ -252,7 +252,7 @@ def test_fine_tuning_from_nvidias_generator_and_discriminator_files(synthetic_co
     args = parsed(hifigan_args(synthetic_corpus, tmp_path / "run", "--max-updates", "1",
                                "--fine-tune-from", str(tmp_path / "hifigan_gen_checkpoint_6500.pt"),
                                "--fine-tune-discriminator-from", str(tmp_path / "hifigan_discrim_checkpoint_6500.pt")))
-    trainer = Trainer(RECIPE, args)
+    trainer = Trainer.from_args(RECIPE, args)
     tuned = trainer.model.state_dict()
     for key, value in source.state_dict().items():
         if not key.startswith("generator_ema."):
@@ -261,7 +261,7 @@ def test_fine_tuning_from_nvidias_generator_and_discriminator_files(synthetic_co
     args = parsed(hifigan_args(synthetic_corpus, tmp_path / "run", "--max-updates", "1", "--fine-tune-discriminator-from",
                                str(tmp_path / "hifigan_discrim_checkpoint_6500.pt")))
     with pytest.raises(ValueError, match=r"--fine-tune-discriminator-from needs --fine-tune-from"):
-        Trainer(RECIPE, args)
+        Trainer.from_args(RECIPE, args)
 
 
 def write_own_mels(corpus, folder):
@@ -289,12 +289,13 @@ def test_input_mels_dir_trains_on_the_given_mels(synthetic_corpus, tmp_path):
 
 def test_the_validation_report_has_the_audio_and_the_mels(synthetic_corpus, tmp_path):
     args = parsed(hifigan_args(synthetic_corpus, tmp_path, "--max-updates", "1", "--ema-decay", "0.5"))
+    settings = config_from_args(RECIPE.settings, args, audio=audio_params_of(args))
     model = RECIPE.build_model(RECIPE.model_config(args)).eval()
-    splits = RECIPE.build_data(args, audio_params_of(args))
+    splits = RECIPE.build_data(settings, RECIPE.model_config(args))
     batch = splits.collate([splits.validation[0]])
     with torch.no_grad():
-        report = RECIPE.validation_report(model, batch, args)
-        sums = RECIPE.compute_loss(model, batch, args).sums
+        report = RECIPE.validation_report(model, batch, settings)
+        sums = RECIPE.compute_loss(model, batch, settings).sums
     assert sorted(report["audio"]) == ["generated", "generated_ema", "ground_truth"]
     assert report["audio"]["generated"].shape == batch.audio[0].shape
     assert sorted(report["images"]) == ["mel_generated", "mel_input"]
@@ -335,7 +336,7 @@ def test_nvidias_training_files_resume_with_their_weights_optimizer_states_epoch
 
     args = parsed(hifigan_args(synthetic_corpus, tmp_path / "resumed", "--epochs", "6", "--checkpoint-path",
                                str(generator_file)))
-    trainer = Trainer(RECIPE, args)
+    trainer = Trainer.from_args(RECIPE, args)
     assert (trainer.epoch, trainer.iteration, trainer.batches_done_in_epoch) == (5, 40, 0)
     for key, value in model.state_dict().items():
         if not key.startswith("generator_ema."):
@@ -358,7 +359,7 @@ def test_reference_training_files_that_cannot_resume_say_why(synthetic_corpus, t
     config = ours["model_config"]["generator"]
 
     def resume(path):
-        Trainer(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "x", "--epochs", "9",
+        Trainer.from_args(RECIPE, parsed(hifigan_args(synthetic_corpus, tmp_path / "x", "--epochs", "9",
                                             "--checkpoint-path", str(path))))
 
     weights_only = write_nvidia_training_files(model, ours, tmp_path / "weights", config, 3, 9, optimizers=False)

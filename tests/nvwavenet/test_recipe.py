@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from common.arguments import add_training_args, audio_params_of
+from common.arguments import audio_params_of, config_from_args
+from common.training_settings import add_training_args
 from common.audio import AudioParams, MelSpectrogram, load_wav, save_wav
 from common.audio_crops import crop_audio_and_mel
 from common.recipe import StepOutput
@@ -125,7 +126,7 @@ def test_loss_is_cross_entropy_of_the_true_next_class():
 
 def full_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False)
-    add_training_args(parser)  # the shared flags: our flags must not collide with them
+    add_training_args(parser, RECIPE.settings)  # the shared flags: our flags must not collide with them
     arg_parser.add_args(parser)
     return parser
 
@@ -159,16 +160,18 @@ def test_recipe_trains_a_tiny_model_until_it_memorises_a_clip(tmp_path):
     write_corpus(tmp_path, lengths=(SEGMENT,))
     args = parse(tmp_path, "--residual-channels", "8", "--skip-channels", "16", "--out-channels", "16",
                  "--n-layers", "4", "--max-dilation", "8", "--segment-length", str(SEGMENT))
-    data = RECIPE.build_data(args, audio_params_of(args))
+    settings = config_from_args(RECIPE.settings, args, audio=audio_params_of(args))
+    config = RECIPE.model_config(args)
+    data = RECIPE.build_data(settings, config)
     assert len(data.train) == len(data.validation) == 1
     torch.manual_seed(0)
-    model = RECIPE.build_model(RECIPE.model_config(args))
+    model = RECIPE.build_model(config)
     batch = RECIPE.batch_to_device(next(iter(DataLoader(data.train, batch_size=1, collate_fn=data.collate))),
                                    torch.device("cpu"))
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     losses = []
     for _ in range(150):
-        output = RECIPE.compute_loss(model, batch, args)
+        output = RECIPE.compute_loss(model, batch, settings)
         optimizer.zero_grad()
         output.loss.backward()
         optimizer.step()

@@ -1,15 +1,17 @@
 """Tacotron 2's dataset: with --keep-in-memory the same items as computing each mel every epoch, each computed once;
 with --final-punctuation-dropout a share of items read without their final marks."""
-import argparse
 import shutil
 
 import pytest
 import torch
 
+from common.arguments import config_from_args
 from common.audio import AudioParams
 from common.text import TextProcessor
+from tacotron2.arg_parser import Tacotron2TrainingSettings
 from tacotron2.data_function import TextMelDataset
-from tacotron2.recipe import RECIPE, build_data
+from tacotron2.recipe import build_data
+from train import parse_run_args
 
 
 def test_kept_in_memory_the_items_are_the_same_and_each_mel_is_computed_once(synthetic_corpus, tmp_path):
@@ -51,14 +53,15 @@ def test_final_punctuation_dropout_reads_a_share_of_items_without_their_final_ma
 
 
 def test_final_punctuation_dropout_is_a_training_flag_for_the_training_split_only(synthetic_corpus):
-    parser = argparse.ArgumentParser()
-    RECIPE.add_args(parser)
-    assert parser.parse_args([]).final_punctuation_dropout == 0.0
-    args = parser.parse_args(["--final-punctuation-dropout", "0.3"])
-    args.training_files, args.validation_files = synthetic_corpus.train_filelist, synthetic_corpus.val_filelist
-    args.dataset_path, args.seed, args.num_workers = synthetic_corpus.dataset_dir, 1, 0  # train.py's shared flags
-    data = build_data(args, AudioParams())
+    corpus = ["-m", "Tacotron2", "-o", "unused", "-lr", "1e-3", "--epochs", "1",
+              "-d", str(synthetic_corpus.dataset_dir),
+              "--training-files", str(synthetic_corpus.train_filelist),
+              "--validation-files", str(synthetic_corpus.val_filelist),
+              "--seed", "1", "--num-workers", "0"]
+    assert parse_run_args(corpus).final_punctuation_dropout == 0.0
+    args = parse_run_args(corpus + ["--final-punctuation-dropout", "0.3"])
+    data = build_data(config_from_args(Tacotron2TrainingSettings, args), {})
     assert (data.train.final_punctuation_dropout, data.train.seed) == (0.3, 1)
     assert data.validation.final_punctuation_dropout == 0.0
     with pytest.raises(SystemExit):
-        parser.parse_args(["--final-punctuation-dropout", "1.5"])
+        parse_run_args(corpus + ["--final-punctuation-dropout", "1.5"])

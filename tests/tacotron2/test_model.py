@@ -7,10 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from common.arguments import add_audio_args
+from common.arguments import config_from_args
 from common.trained_model import load_trained_model
 from common.registry import get_recipe
-from tacotron2.arg_parser import add_args, loss_config, model_config
+from common.training_settings import add_training_args
+from tacotron2.arg_parser import Tacotron2TrainingSettings, add_args, loss_config, model_config
 from tacotron2.alignment import alignment_health
 from tacotron2.loss_function import Tacotron2Loss
 from tacotron2.model import Prenet, Tacotron2, build_model
@@ -387,9 +388,13 @@ def test_alignment_health_ignores_padding_and_counts_reduction_factor():
 
 
 def parser() -> argparse.ArgumentParser:
+    """The model's flags and the run's: every flag but the two required ones, given here."""
     parser = argparse.ArgumentParser()
-    add_audio_args(parser)
+    add_training_args(parser, Tacotron2TrainingSettings)
     add_args(parser)
+    parser.set_defaults(output="unused", learning_rate=1e-3)
+    for action in parser._actions:
+        action.required = False
     return parser
 
 
@@ -403,8 +408,10 @@ def test_flag_defaults_are_the_reference_defaults_and_build_the_default_model():
     ours = {"p_encoder_dropout": 0.5, "p_postnet_dropout": 0.5, "max_frames_after_text_end": 40}
     assert config == {name: value for name, value in defaults.items() if name not in ours}
     assert {name: defaults[name] for name in ours} == ours
-    assert loss_config(args) == {"guided_attn_weight": 0.0, "guided_attn_sigma": 0.2, "n_frames_per_step": 1,
-                                 "mask_padding_in_loss": True, "mel_loss": "mse"}
+    settings = Tacotron2TrainingSettings(output="unused", learning_rate=1e-3)
+    assert loss_config(settings, config["n_frames_per_step"]) == {
+        "guided_attn_weight": 0.0, "guided_attn_sigma": 0.2, "n_frames_per_step": 1, "mask_padding_in_loss": True,
+        "mel_loss": "mse"}
 
 
 def test_encoder_and_postnet_dropout_flags_are_saved_when_changed_and_reach_the_layers():
@@ -428,7 +435,8 @@ def test_flags_parse_and_reject_bad_values(capsys):
     config = model_config(args)
     assert config["mask_padding"] is True and config["n_frames_per_step"] == 3
     assert config["decoder_no_early_stopping"] is True
-    assert loss_config(args)["guided_attn_weight"] == 2.5 and loss_config(args)["mask_padding_in_loss"] is False
+    loss = loss_config(config_from_args(Tacotron2TrainingSettings, args), config["n_frames_per_step"])
+    assert (loss["guided_attn_weight"], loss["mask_padding_in_loss"], loss["n_frames_per_step"]) == (2.5, False, 3)
     for bad in (["--mask-padding", "False"], ["--n-frames-per-step", "0"], ["--encoder-kernel-size", "4"],
                 ["--gate-threshold", "1.5"], ["--guided-attn-sigma", "0"], ["--prenet-dimm", "8"]):
         with pytest.raises(SystemExit):

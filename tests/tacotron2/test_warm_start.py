@@ -31,7 +31,7 @@ def trained_tacotron2(synthetic_corpus, tmp_path_factory):
 def built_trainer(argv):
     """The Trainer that train.py's argv would run, built (weights loaded) but not run."""
     args = train.parse_run_args([str(token) for token in argv])
-    trainer = Trainer(get_recipe(args.model_name), args)
+    trainer = Trainer.from_args(get_recipe(args.model_name), args)
     trainer.logger.close()
     return trainer
 

@@ -34,7 +34,7 @@ def test_pretraining_compile_takes_the_eager_steps(synthetic_asr_corpus, tmp_pat
     for name, flags in (("eager", []), ("compiled", ["--compile"])):
         args = train.parse_run_args(run_args("wav2vec2", synthetic_asr_corpus, tmp_path / name, *NO_DROPOUT,
                                               *flags))
-        trainer = Trainer(get_recipe("wav2vec2"), args)
+        trainer = Trainer.from_args(get_recipe("wav2vec2"), args)
         trainer.train_sampler.set_epoch(0)
         batch = batch if batch is not None else next(iter(trainer.train_loader))
         torch.manual_seed(0)  # the masks and negatives each step draws

@@ -1,7 +1,6 @@
 """wav2vec 2.0's data: manifests and labels checked at start-up (every mistake named by file and line), the audio
 dataset, and the collate's crops, padding, masks and negatives, which are a pure function of (seed, epoch, indices)
 whatever the worker process, and per sub-batch under --num-concat-batches."""
-import argparse
 import pickle
 
 import numpy as np
@@ -14,6 +13,7 @@ from torch.utils.data import DataLoader
 from common.audio import load_wav
 from common.errors import UserError, UserFileNotFoundError
 from common.recipe import BatchingContext
+from wav2vec2.arg_parser import Wav2Vec2TrainingSettings
 from wav2vec2.data_function import (AudioDataset, Collater, ConcatBatches, batch_rng, label_path, max_tokens_batches,
                                     random_phase, read_labels, read_manifest)
 from wav2vec2.dictionary import Dictionary, words_to_letters
@@ -64,6 +64,11 @@ def frames(samples):
 # ---------------------------------------------------------------------------------------------------------------
 # Manifests and labels
 
+
+
+def batching(**flags) -> Wav2Vec2TrainingSettings:
+    """A run's settings with these batching flags."""
+    return Wav2Vec2TrainingSettings(output="unused", learning_rate=1e-4, max_updates=1, **flags)
 
 def test_a_manifest_lists_root_relative_paths_and_sample_counts(corpus):
     manifest = read_manifest(corpus, RATE)
@@ -256,7 +261,7 @@ def test_draws_depend_on_seed_epoch_and_indices_only(corpus):
 
 
 def test_worker_processes_and_a_resumed_epoch_give_the_same_batches(corpus):
-    args = argparse.Namespace(max_tokens=24000, max_tokens_valid=None, num_concat_batches=1)
+    args = batching(max_tokens=24000, num_concat_batches=1)
     dataset = AudioDataset(corpus, RATE, max_sample_size=10000, seed=3)
     collate = Collater(CONFIG, mode="pretrain")
 
@@ -287,7 +292,7 @@ def test_concatenated_batches_draw_as_separate_batches(corpus, tmp_path):
     dataset = AudioDataset(manifest, RATE, max_sample_size=8000, seed=7)
     dataset.set_epoch(4)
     collate = Collater(CONFIG, mode="pretrain")
-    args = argparse.Namespace(max_tokens=16000, max_tokens_valid=None, num_concat_batches=2)
+    args = batching(max_tokens=16000, num_concat_batches=2)
     sampler = max_tokens_batches(args, dataset, BatchingContext(training=True, seed=7, rank=0, world_size=1))
     assert isinstance(sampler, ConcatBatches)
     sampler.set_epoch(4)
@@ -310,7 +315,7 @@ def test_concatenated_batches_draw_as_separate_batches(corpus, tmp_path):
     sampler.set_epoch(4, skip_batches=1)  # resuming skips whole groups
     assert len(sampler) == 1 and list(sampler) == groups[1:]
     with pytest.raises(UserError, match="--num-concat-batches 5: each rank has only 4 batches"):
-        max_tokens_batches(argparse.Namespace(max_tokens=16000, num_concat_batches=5), dataset,
+        max_tokens_batches(batching(max_tokens=16000, num_concat_batches=5), dataset,
                            BatchingContext(training=True, seed=7, rank=0, world_size=1))
     validation = max_tokens_batches(args, dataset, BatchingContext(training=False, seed=7, rank=0, world_size=1))
     assert not isinstance(validation, ConcatBatches)

@@ -1,10 +1,11 @@
-import argparse
 
 import numpy as np
 import pytest
 import torch
 
 from common.audio import AudioParams, MelSpectrogram, load_wav, save_wav
+from train import parse_run_args
+from waveglow.arg_parser import WaveGlowTrainingSettings
 from waveglow.data_function import MelAudioDataset, collate_mel_audio
 from waveglow.recipe import RECIPE
 
@@ -93,11 +94,12 @@ def test_errors_name_the_filelist_line(corpus):
 
 
 def test_recipe_builds_the_splits_and_checks_the_segment(corpus):
-    args = argparse.Namespace(training_files=str(corpus / "list.txt"), validation_files=str(corpus / "list.txt"),
-                              dataset_path=str(corpus), seed=1, segment_length=SEGMENT, groups=8)
-    splits = RECIPE.build_data(args, PARAMS)
+    settings = WaveGlowTrainingSettings(output="unused", learning_rate=1e-4, training_files=str(corpus / "list.txt"),
+                                        validation_files=str(corpus / "list.txt"), dataset_path=str(corpus), seed=1,
+                                        segment_length=SEGMENT, audio=PARAMS)
+    splits = RECIPE.build_data(settings, {})
     assert len(splits.train) == len(splits.validation) == 3
     assert splits.train.vary_with_epoch and not splits.validation.vary_with_epoch
-    args.segment_length = 2044
+    # The segment and the model's --groups are checked together when the flags are parsed, preset or command line.
     with pytest.raises(ValueError, match=r"--segment-length \(2044\) must be a multiple of --groups \(8\)"):
-        RECIPE.build_data(args, PARAMS)
+        parse_run_args(["-m", "WaveGlow", "-o", "unused", "-lr", "1e-4", "--epochs", "1", "--segment-length", "2044"])

@@ -49,8 +49,10 @@ def test_flags_defaults_and_model_config():
     add_audio_args(parser)
     arg_parser.add_args(parser)
     args = parser.parse_args([])
-    assert (args.flows, args.groups, args.early_every, args.early_size, args.sigma, args.segment_length,
-            args.wn_kernel_size, args.wn_channels, args.wn_layers) == (12, 8, 4, 2, 1.0, 4000, 3, 512, 8)
+    assert (args.flows, args.groups, args.early_every, args.early_size, args.wn_kernel_size, args.wn_channels,
+            args.wn_layers) == (12, 8, 4, 2, 3, 512, 8)
+    settings = arg_parser.WaveGlowTrainingSettings(output="unused", learning_rate=1e-4)
+    assert (settings.sigma, settings.segment_length) == (1.0, 4000)
     config = arg_parser.model_config(parser.parse_args(["--wn-channels", "16", "--wn-layers", "2", "--flows", "4"]))
     assert config["wn_channels"] == 16 and config["n_mel_channels"] == 80 and config["hop_length"] == 256
     model = WaveGlow(**config)

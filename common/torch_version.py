@@ -33,4 +33,5 @@ def check_torch_version(version: str | None = None) -> None:
     minimum = ".".join(map(str, MINIMUM_TORCH))
     raise UserError(f"PyTorch {version} is too old: this project needs {minimum} or newer, since before {minimum} "
                     "a crafted checkpoint can run code even through torch.load(weights_only=True) (CVE-2025-32434); "
-                    f"upgrade it (scripts/setup.sh installs 2.13.0; or pip install 'torch>={minimum}')")
+                    f"upgrade it (scripts/setup.sh installs the one requirements-torch.txt pins; or pip install "
+                    f"'torch>={minimum}')")

@@ -4,10 +4,11 @@
 #           C++ toolchain and CMake): make demo-asr and make demo-pretrain ask for it; text-to-speech needs neither
 #   --judge also Moonshine base, the independent judge of synthesized speech (requirements-judge.txt): make demo
 #   --test  also the test tools (and the --lm and --judge packages, which the tests use)
-# Here (no GPU) it installs the CPU build of PyTorch 2.13.0. Where the system Python already has a CUDA build of
-# PyTorch 2.6 or newer (an NGC container, say), the venv sees the system packages so that build is kept, not replaced.
-# A PyTorch older than 2.6 (in the venv or the system's) is replaced by 2.13.0: before 2.6 torch.load(weights_only=True)
-# can be bypassed by a crafted file (CVE-2025-32434), and train.py and inference.py refuse to start on it.
+# Here (no GPU) it installs the CPU build of the PyTorch that requirements-torch.txt pins. Where the system Python
+# already has a CUDA build of PyTorch 2.6 or newer (an NGC container, say), the venv sees the system packages so that
+# build is kept, not replaced. A PyTorch older than 2.6 (in the venv or the system's) is replaced by the pinned one:
+# before 2.6 torch.load(weights_only=True) can be bypassed by a crafted file (CVE-2025-32434), and train.py and
+# inference.py refuse to start on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -30,9 +31,9 @@ fi
 if ! python -c "$TORCH_IS_RECENT" 2>/dev/null; then
     if python -c "import torch" 2>/dev/null; then
         old_torch=$(python -c 'import torch; print(torch.__version__)')
-        echo "setup: replacing PyTorch $old_torch (older than 2.6) with 2.13.0"
+        echo "setup: replacing PyTorch $old_torch (older than 2.6) with $(grep '^torch==' requirements-torch.txt)"
     fi
-    pip install -q "torch==2.13.0"
+    pip install -q -r requirements-torch.txt
 fi
 with_lm=false
 with_judge=false

@@ -16,7 +16,7 @@ from tests.conftest import REPO_ROOT
 def refusal(version: str) -> str:
     return (f"PyTorch {version} is too old: this project needs 2.6 or newer, since before 2.6 a crafted checkpoint "
             "can run code even through torch.load(weights_only=True) (CVE-2025-32434); upgrade it "
-            "(scripts/setup.sh installs 2.13.0; or pip install 'torch>=2.6')")
+            "(scripts/setup.sh installs the one requirements-torch.txt pins; or pip install 'torch>=2.6')")
 
 
 @pytest.mark.parametrize("version", ["2.5.1+cu121", "2.4.0", "1.13.1", "unknown"])
@@ -56,7 +56,8 @@ def test_train_and_inference_refuse_an_old_torch_at_start_up_in_one_line(script)
                                                  ("2.6.0a0+ecf3bae40a", "12.8", True), ("2.13.0+cpu", None, True)])
 def test_setup_sh_keeps_only_the_torch_that_the_project_accepts(tmp_path, version, cuda, kept):
     """scripts/setup.sh's TORCH_IS_RECENT, run as setup.sh runs it against a stand-in torch of that version: it keeps
-    an installed torch (and a system's CUDA build) only where check_torch_version accepts it, else installs 2.13.0."""
+    an installed torch (and a system's CUDA build) only where check_torch_version accepts it, else installs the pinned
+    one."""
     text = (REPO_ROOT / "scripts" / "setup.sh").read_text()
     torch_is_recent = re.search(r"^TORCH_IS_RECENT='(.*?)'$", text, re.MULTILINE | re.DOTALL).group(1)
     (tmp_path / "torch").mkdir()
@@ -66,3 +67,15 @@ def test_setup_sh_keeps_only_the_torch_that_the_project_accepts(tmp_path, versio
         completed = subprocess.run([sys.executable, "-c", torch_is_recent, *extra], env={"PYTHONPATH": str(tmp_path)},
                                    capture_output=True, text=True, timeout=60)
         assert completed.returncode == (0 if expected else 1), completed.stderr
+
+
+def test_one_file_names_the_torch_version_and_agrees_with_the_floor():
+    """requirements-torch.txt pins the version setup.sh installs; nothing else names one, and it meets the floor that
+    requirements.txt and check_torch_version hold."""
+    pins = [line for line in (REPO_ROOT / "requirements-torch.txt").read_text().splitlines()
+            if line and not line.startswith("#")]
+    assert len(pins) == 1 and re.fullmatch(r"torch==\d+\.\d+\.\d+", pins[0]), pins
+    check_torch_version(pins[0].split("==")[1])
+    assert "torch>=2.6" in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+    for path in ("scripts/setup.sh", "Dockerfile", "requirements.txt", "common/torch_version.py"):
+        assert not re.search(r"torch==\d|\b2\.1[0-9]\.\d", (REPO_ROOT / path).read_text()), path

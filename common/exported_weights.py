@@ -189,6 +189,15 @@ def _load_exported(path: str | Path, expected_model: str | None) -> tuple[torch.
     found = metadata.get("model_name")
     if found not in FAMILIES:
         raise UserError(f"{path}: unknown model {found!r} in its {METADATA_FILE}")
+    model, prefix = _model_with_weights(metadata, state_dict, str(path))
+    return model, metadata, prefix
+
+
+def _model_with_weights(metadata: dict, state_dict: dict[str, torch.Tensor], source: str
+                        ) -> tuple[torch.nn.Module, str]:
+    """The model that metadata describes with state_dict loaded strictly (every key, every shape), in eval mode, and
+    the prefix of its names in the training model's state dict."""
+    found = metadata["model_name"]
     recipe = get_recipe(found)
     prefix = ""
     try:
@@ -199,10 +208,20 @@ def _load_exported(path: str | Path, expected_model: str | None) -> tuple[torch.
         else:
             model = recipe.build_model(metadata["model_config"])
     except (TypeError, ValueError, KeyError) as error:
-        raise UserError(f"{path}: its model config does not build a {found}: {error}") from error
+        raise UserError(f"{source}: its model config does not build a {found}: {error}") from error
     unfold_weight_norm_where_folded(model, state_dict)  # weights exported from a file saved with weight norm folded
-    load_model_state(model, state_dict, str(path))
-    return model.eval(), metadata, prefix
+    load_model_state(model, state_dict, source)
+    return model.eval(), prefix
+
+
+def load_any_checkpoint(path: str | Path, model_name: str | None = None, reference_config: str | None = None
+                        ) -> tuple[torch.nn.Module, dict]:
+    """The model of a checkpoint of any family, ours or another implementation's (read_checkpoint), built from what
+    the file says and loaded strictly: a file that loads has every weight the model has, in its shape. Returns the
+    model (eval mode, CPU) and the metadata export_weights would write."""
+    metadata, state_dict = read_checkpoint(path, model_name, reference_config=reference_config)
+    model, _ = _model_with_weights(metadata, state_dict, describe_source(path, None))
+    return model, metadata
 
 
 def is_exported_folder(path: str | Path) -> bool:

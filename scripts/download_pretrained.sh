@@ -5,24 +5,30 @@
 #   scripts/download_pretrained.sh tacotron2-fp32 waveglow-fp32    # by name, or by family (tacotron2, hifigan, ...)
 #   scripts/download_pretrained.sh --dest pretrained all           # everything (several GB)
 #   scripts/download_pretrained.sh --base-url file:///mirror hifigan-ft   # from a mirror: BASE_URL/<file>
+#   scripts/download_pretrained.sh --no-load tacotron2             # without loading each file (no torch needed)
 # A file is downloaded to DEST/<file>.part (curl -C - resumes it), checked, and only then renamed to DEST/<file>.
-# NVIDIA publishes no sha256 for these files; where the manifest has none the script says so and does not verify.
+# NVIDIA publishes no sha256 for these files: where the manifest has none, the size and sum are not checked, and the
+# file is verified by loading it (python -m scripts.verify_checkpoint: the model its config describes is built and
+# takes every weight in its shape); its sha256 is printed. A zip (NGC's whole model version) is checked after unzip.
+# The Python that loads is $PYTHON, else the project's .venv, else python3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 MANIFEST="$here/pretrained_files.tsv"
 DEST=pretrained
 BASE_URL=""
 LIST=0
+LOAD=1
 wanted=()
 
 usage() {
-    echo "usage: $0 [--list] [--dest DIR] [--base-url URL] [--manifest TSV] NAME|FAMILY|all ..." >&2
+    echo "usage: $0 [--list] [--no-load] [--dest DIR] [--base-url URL] [--manifest TSV] NAME|FAMILY|all ..." >&2
 }
 fail() { echo "error: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --list) LIST=1 ;;
+        --no-load) LOAD=0 ;;
         --dest) [ $# -ge 2 ] || fail "--dest needs a folder"; DEST=$2; shift ;;
         --base-url) [ $# -ge 2 ] || fail "--base-url needs a URL"; BASE_URL=${2%/}; shift ;;
         --manifest) [ $# -ge 2 ] || fail "--manifest needs a file"; MANIFEST=$2; shift ;;
@@ -76,7 +82,7 @@ check() {
     if [ "$sha" = unknown ]; then
         # The sum of the bytes received, so that a user can compare it with another download or add it to the manifest.
         actual=$(sha256sum "$path" | cut -d' ' -f1)
-        echo "$name: no published sha256; not verified ($(size_of "$path") bytes, sha256 $actual)"
+        echo "$name: no published sha256 to check it against ($(size_of "$path") bytes, sha256 $actual)"
         return 0
     fi
     actual=$(sha256sum "$path" | cut -d' ' -f1)
@@ -88,6 +94,34 @@ check() {
     echo "$name: sha256 verified"
 }
 
+root="$(cd "$here/.." && pwd)"
+if [ -n "${PYTHON:-}" ]; then
+    python_bin=$PYTHON
+elif [ -x "$root/.venv/bin/python" ]; then
+    python_bin="$root/.venv/bin/python"
+else
+    python_bin=python3
+fi
+
+# load NAME FAMILY PATH: the file loads into the model its config describes (scripts/verify_checkpoint.py); a file that
+# does not is removed (its bytes are wrong, or it is not that model's), with one error line.
+load() {
+    local name=$1 family=$2 path=$3 said
+    [ "$LOAD" = 1 ] || return 0
+    if ! "$python_bin" -c "import torch" 2> /dev/null; then
+        echo "$name: not verified by loading it: $python_bin has no torch (run scripts/setup.sh, or give --no-load)"
+        return 0
+    fi
+    if said=$(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python_bin" -m scripts.verify_checkpoint -m "$family" \
+                  "$path" 2>&1); then
+        echo "$name: ${said#"$path: "}"
+        return 0
+    fi
+    rm -f "$path"
+    echo "error: $name: ${said#error: }; removed it, download it again" >&2
+    return 1
+}
+
 # fetch ROW: download (resuming a partial file), check, and only then give the file its name; returns 1 on failure.
 fetch() {
     local name family file size sha url source
@@ -96,7 +130,9 @@ fetch() {
     [ -n "$BASE_URL" ] && url="$BASE_URL/$file"
     if [ -f "$target" ]; then
         echo "$name: $target is already there"
-        check "$name" "$target" "$size" "$sha"
+        check "$name" "$target" "$size" "$sha" || return 1
+        case "$file" in *.zip) return 0 ;; esac
+        load "$name" "$family" "$target"
         return
     fi
     if [ -f "$partial" ]; then
@@ -110,8 +146,12 @@ fetch() {
         return 1
     fi
     check "$name" "$partial" "$size" "$sha" || return 1
+    case "$file" in
+        *.zip) echo "$name: $target is NGC's zip of the model version; unzip it, then verify its checkpoint with" \
+                    "python -m scripts.verify_checkpoint -m $family FILE" ;;
+        *) load "$name" "$family" "$partial" || return 1 ;;
+    esac
     mv "$partial" "$target"
-    case "$file" in *.zip) echo "$name: $target is NGC's zip of the model version; unzip it to get the checkpoint" ;; esac
 }
 
 mkdir -p "$DEST"

@@ -291,7 +291,7 @@ def test_generator_for_inference_brings_audio_parameters_and_mel_convention(tmp_
 
 def test_jik876_mel_is_the_tacotron_mel_half_a_hop_later_with_uncentred_frames():
     from common.audio import MelSpectrogram
-    from hifigan.jik876_mel import jik876_mel
+    from tests.hifigan.jik876_mel import jik876_mel
 
     audio = 0.5 * torch.randn(1, 256 * 20, generator=torch.Generator().manual_seed(14))
     ours = jik876_mel(audio)

@@ -1,4 +1,4 @@
-"""The mel that jik876's HiFi-GAN and NVIDIA's base HiFi-GAN training compute, for their published generators.
+"""The mel that jik876's HiFi-GAN and NVIDIA's base HiFi-GAN training compute (a reference for the tests).
 
 It differs from common/audio.py's (Tacotron 2's) mel only in framing and one epsilon: frames are not centred (the
 audio is reflect-padded by (n_fft - hop) / 2 = 384 samples on each side, so frame k is centred at hop * k + hop / 2

@@ -53,8 +53,7 @@ class StepOutput:
 class TrainerView(Protocol):
     """What a recipe's own train_step may use of the trainer (common/trainer.py's Trainer is one): the building
     blocks of a step, run in this order for each optimizer: forward passes under autocast(), backward() of each
-    micro-batch inside gradient_sync(part, last micro-batch), then step(); or backward_and_step() without
-    accumulation."""
+    micro-batch inside gradient_sync(part, last micro-batch), then step()."""
     device: torch.device
     iteration: int  # optimizer steps taken before this one
     model: nn.Module  # the whole model, not DDP-wrapped: for what must not synchronise (an EMA, a frozen part)
@@ -73,9 +72,6 @@ class TrainerView(Protocol):
 
     def step(self, name: str) -> bool:
         """Unscale, clip, step and zero optimizer `name`; False when the step was skipped."""
-
-    def backward_and_step(self, loss: torch.Tensor, name: str) -> bool:
-        """backward() then step() of one optimizer, for a step without accumulation."""
 
 
 @dataclass

@@ -438,14 +438,6 @@ class Trainer:
             return False
         return True
 
-    def backward_and_step(self, loss: torch.Tensor, name: str) -> bool:
-        """backward() then step() of one optimizer, for a step without accumulation."""
-        # Gradients left on these parameters by another loss's backward (the generator's loss runs through the
-        # discriminator) must not leak into this step.
-        self.optimizers[name].zero_grad(set_to_none=True)
-        self.backward(loss, name)
-        return self.step(name)
-
     # ---- validation and checkpoints ----------------------------------------------------------------------------
 
     @torch.no_grad()

@@ -278,7 +278,7 @@ def test_the_trainer_has_everything_a_recipes_train_step_may_use(tmp_path):
     for name in TrainerView.__annotations__:
         assert hasattr(trainer, name), name
     methods = [name for name, member in vars(TrainerView).items() if callable(member) and not name.startswith("_")]
-    assert sorted(methods) == ["autocast", "backward", "backward_and_step", "gradient_sync", "step"]
+    assert sorted(methods) == ["autocast", "backward", "gradient_sync", "step"]
     for name in methods:
         assert (list(inspect.signature(getattr(Trainer, name)).parameters)
                 == list(inspect.signature(getattr(TrainerView, name)).parameters)), name

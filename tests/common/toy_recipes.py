@@ -78,6 +78,14 @@ def two_optimizers(model, args):
             "generator": torch.optim.SGD(model.generator.parameters(), lr=args.learning_rate)}
 
 
+def step_alone(trainer: TrainerView, loss: torch.Tensor, name: str) -> None:
+    """Optimizer `name`'s step on this loss alone: gradients another loss left on its parameters (the generator's
+    loss runs through the critic) are cleared first."""
+    trainer.optimizers[name].zero_grad(set_to_none=True)
+    trainer.backward(loss, name)
+    trainer.step(name)
+
+
 def adversarial_step(parts: ModelParts, batches: list, args: argparse.Namespace,
                      trainer: TrainerView) -> StepOutput:
     """The shape of HiFi-GAN's step: update the critic on detached outputs, then the generator through it (one
@@ -87,10 +95,10 @@ def adversarial_step(parts: ModelParts, batches: list, args: argparse.Namespace,
     with trainer.autocast():
         fake = parts.generator(x)
         critic_loss = parts.critic(fake.detach()).pow(2).mean() + (parts.critic(y) - 1.0).pow(2).mean()
-    trainer.backward_and_step(critic_loss, "critic")
+    step_alone(trainer, critic_loss, "critic")
     with trainer.autocast():
         generator_loss = (parts.critic(fake) - 1.0).pow(2).mean() + nn.functional.mse_loss(fake, y)
-    trainer.backward_and_step(generator_loss, "generator")
+    step_alone(trainer, generator_loss, "generator")
     return StepOutput(generator_loss.detach(), len(x), {"critic_loss": critic_loss.detach()})
 
 

@@ -180,8 +180,7 @@ class Trainer:
                 if self.finished() and self.context.is_main:
                     print(f"nothing to train: the resumed run has done {self.epoch} epochs and {self.iteration} "
                           f"updates (--epochs {self.settings.epochs}, --max-updates {self.settings.max_updates}); "
-                          "raise "
-                          "them to train further", file=sys.stderr)
+                          "raise them to train further", file=sys.stderr)
                 while not self.finished() and self.stopped_by is None:
                     if self.train_epoch():  # False: --max-updates or a stop signal ended it early
                         self.end_epoch()

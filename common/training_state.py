@@ -130,9 +130,8 @@ def refuse_to_write_over_checkpoints(settings: TrainingSettings, model_name: str
     existing = checkpoints_in_folder(Path(settings.output), model_name)
     if existing and not settings.no_save:
         raise UserError(f"-o/--output {settings.output} already holds checkpoints of {model_name} "
-                        f"({listed(existing)}), "
-                        f"and {what} would write over them: give --resume-from-last to continue the run they belong "
-                        "to, or another -o/--output")
+                        f"({listed(existing)}), and {what} would write over them: give --resume-from-last to "
+                        "continue the run they belong to, or another -o/--output")
 
 
 def recorded_progress(path: Path, model_name: str) -> tuple[int, int, int]:
@@ -239,8 +238,7 @@ def warm_start(trainer) -> None:
     if not trainer.context.is_main:
         return
     print(f"warm start from {settings.warm_start}: fresh optimizer at step 0; {len(skipped)} weight(s) not loaded, "
-          "left "
-          "as initialised" + (":" if skipped else ""), flush=True)
+          "left as initialised" + (":" if skipped else ""), flush=True)
     for line in skipped:
         print(f"  {line}", flush=True)
     if isinstance(trainer.text, TextProcessor):

@@ -65,8 +65,8 @@ def build_data(settings: HiFiGANTrainingSettings, model_config: dict) -> DataSpl
     audio = settings.audio
     check_kept_in_this_process(settings.keep_in_memory, settings.num_workers)
     train = MelAudioCrops(settings.training_files, settings.dataset_path, audio, settings.segment_length,
-                          seed=settings.seed,
-                          input_mels_dir=settings.input_mels_dir, keep_in_memory=settings.keep_in_memory)
+                          seed=settings.seed, input_mels_dir=settings.input_mels_dir,
+                          keep_in_memory=settings.keep_in_memory)
     validation = FullUtterances(settings.validation_files, settings.dataset_path, audio,
                                 input_mels_dir=settings.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)

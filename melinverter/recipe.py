@@ -34,8 +34,8 @@ def build_data(settings: MelInverterTrainingSettings, model_config: dict) -> Dat
                         f"frames; the loss leaves out {edge_frames(audio)} at each end, so give it more than "
                         f"{2 * edge_frames(audio) * audio.hop_length} samples")
     train = MelAudioCrops(settings.training_files, settings.dataset_path, audio, settings.segment_length,
-                          seed=settings.seed,
-                          input_mels_dir=settings.input_mels_dir, keep_in_memory=settings.keep_in_memory)
+                          seed=settings.seed, input_mels_dir=settings.input_mels_dir,
+                          keep_in_memory=settings.keep_in_memory)
     validation = FullUtterances(settings.validation_files, settings.dataset_path, audio,
                                 input_mels_dir=settings.input_mels_dir)
     return DataSplits(train=train, validation=validation, collate=collate)

@@ -39,12 +39,9 @@ def sha256_of(path: Path) -> str:
 
 
 def verify(path: Path, model_name: str, reference_config: str | None = None) -> str:
-    """One line saying what `path` holds; a UserError where it does not load as a `model_name` model."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    model, metadata = load_any_checkpoint(path, model_name, reference_config)
-    if metadata["model_name"] != model_name:
-        raise UserError(f"{path} holds a {metadata['model_name']} model, not a {model_name} one")
+    """One line saying what `path` holds; a UserError where it does not load as a `model_name` model (the reader
+    refuses a missing file and a file that names another model)."""
+    model, _ = load_any_checkpoint(path, model_name, reference_config)
     tensors = len(model.state_dict())
     weights = sum(parameter.numel() for parameter in model.parameters())
     return (f"{path}: a {model_name} checkpoint, every one of its model's {tensors} tensors ({weights:,} weights) "

@@ -23,7 +23,6 @@ off") may never stop. A table without a full stop (one made of transcripts that 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Container, Iterable, Iterator, Sequence
 
-from common.arguments import add_dataclass_args, flag
+from common.arguments import flag
 from common.errors import UserError, UserFileNotFoundError
 from common.filelist import read_text_file
 from common.text.cleaners import (CLEANER_NAMES, LANGUAGE_CLEANERS, get_cleaner, transliterates,
@@ -329,26 +328,22 @@ class TextSettings:
                                       "saved in the checkpoint with the symbol table", metavar="VOICE", group="text")
 
 
-def add_text_args(parser: argparse.ArgumentParser) -> None:
-    """TextSettings' flags, in the group "text"."""
-    add_dataclass_args(parser, TextSettings)
-
-
-def text_language(args: TextSettings | argparse.Namespace) -> str | None:
+def text_language(settings: TextSettings) -> str | None:
     """--language, checked against --text-cleaners: a cleaner that needs a language gets one eSpeak NG knows, and a
     language is given only for such a cleaner (each mistake a UserError naming the flags)."""
-    needs_language = [name for name in args.text_cleaners if name in LANGUAGE_CLEANERS]
-    if needs_language and args.language is None:
+    needs_language = [name for name in settings.text_cleaners if name in LANGUAGE_CLEANERS]
+    if needs_language and settings.language is None:
         raise UserError(f"--text-cleaners {needs_language[0]} needs --language, the eSpeak NG language to read the "
                         "text in (en-us, en-gb, de, es, fr, ...)")
-    if args.language is not None and not needs_language:
-        raise UserError(f"--language {args.language} is for --text-cleaners {' '.join(LANGUAGE_CLEANERS)}; the "
-                        f"cleaners {' '.join(args.text_cleaners)} read no language: drop --language or add a cleaner")
-    if args.language is not None:
+    if settings.language is not None and not needs_language:
+        raise UserError(f"--language {settings.language} is for --text-cleaners {' '.join(LANGUAGE_CLEANERS)}; "
+                        f"the cleaners {' '.join(settings.text_cleaners)} read no language: drop --language or add "
+                        "a cleaner")
+    if settings.language is not None:
         from common.text.phonemes import check_language
 
-        check_language(args.language)
-    return args.language
+        check_language(settings.language)
+    return settings.language
 
 
 def reads_phonemes(cleaner_names: Sequence[str]) -> bool:

@@ -6,8 +6,9 @@ import pickle
 import pytest
 import torch
 
+from common.arguments import add_dataclass_args
 from common.errors import UserError
-from common.text import TextProcessor, add_text_args, read_symbols_file, symbols_of_transcripts
+from common.text import TextProcessor, TextSettings, read_symbols_file, symbols_of_transcripts
 from common.text.cleaners import basic_cleaners, english_cleaners, get_cleaner, transliteration_cleaners
 from common.text.numbers import normalize_numbers
 from common.text.symbols import SYMBOLS
@@ -115,7 +116,7 @@ def test_unknown_cleaner_name_lists_the_valid_ones():
 
 def test_cli_flag_resolves_cleaner_names():
     parser = argparse.ArgumentParser()
-    add_text_args(parser)
+    add_dataclass_args(parser, TextSettings)
     assert parser.parse_args([]).text_cleaners == ["english_cleaners"]
     args = parser.parse_args(["--text-cleaners", "basic_cleaners"])
     assert TextProcessor(args.text_cleaners).cleaner_names == ["basic_cleaners"]

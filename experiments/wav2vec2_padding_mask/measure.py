@@ -1,13 +1,14 @@
 """What an all-False padding mask costs wav2vec 2.0's forward, and what the Recognizer's path costs beside the bare
 model's.
 
-    python -m experiments.wav2vec2_padding_mask.measure [--seconds 6] [--repeats 6] [--tiny]
+    python -m experiments.wav2vec2_padding_mask.measure [--seconds 6] [--repeats 6] [--tiny] [--profile]
 
 wav2vec 2.0 Base with a CTC head (random weights: the time does not depend on them), batch 1, one utterance of
 --seconds, eval mode, float32, torch's threads: the model called with padding_mask=None (the reference's batch-1
 call), with a mask that marks nothing as padding, and through wav2vec2/api.py's Recognizer (what inference.py -m
 wav2vec2 and Recognizer.transcribe run). Each path is timed in turn, --repeats rounds after a warm-up; the medians and
-their ratio to the bare model are printed, with the largest logit difference from it.
+their ratio to the bare model are printed, with the largest logit difference from it. --profile then prints
+torch.profiler's operations by self time for one call of the model with and without the mask.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--repeats", type=int, default=6)
     parser.add_argument("--tiny", action="store_true", help="a two-layer model: a check of the script, not a figure")
+    parser.add_argument("--profile", action="store_true", help="where the time of one call of each goes")
     args = parser.parse_args(argv)
     model, dictionary = build(args.tiny)
     recognizer = Recognizer(model, dictionary, torch.device("cpu"))
@@ -67,6 +69,12 @@ def main(argv: list[str] | None = None) -> None:
         difference = (outputs[name] - outputs["model, padding_mask=None"]).abs().max().item()
         print(f"{name:30s} {median:8.4f} s  {median / bare:5.2f}x the bare model  largest logit difference "
               f"{difference:.1e}")
+    if args.profile:
+        for name in ("model, padding_mask=None", "model, a mask of no padding"):
+            with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as run:
+                paths[name]()
+            print(f"== {name}: torch.profiler, self time")
+            print(run.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ voice, so its errors are not the project's own recognizer's blind spots.
 The model ships inside the `moonshine-cpp` wheel (MIT licence; nothing is downloaded): an encoder and a decoder with
 its key/value cache in ONNX Runtime's format, and a tokenizer. The wheel's own C library is built for CPUs with
 AVX-512 (it stops with an illegal instruction on an AVX2-only one), so the two graphs run here on `onnxruntime`'s CPU
-provider, decoded greedily: the decoder starts from <s> with the encoder's states and its cache, takes the most likely
-token each step, and stops at </s> or after 6 tokens a second of audio (Moonshine's own limit, which also bounds the
-repetition a sequence-to-sequence model can fall into). Both packages are optional: requirements-judge.txt.
+provider, read back into ONNX first (scripts/ort_format.py: the files keep their weights in int8 and would turn them
+into float32 on every call), decoded greedily: the decoder starts from <s> with the encoder's states and its cache,
+takes the most likely token each step, and stops at </s> or after 6 tokens a second of audio (Moonshine's own limit,
+which also bounds the repetition a sequence-to-sequence model can fall into). The packages are optional:
+requirements-judge.txt.
 
 Moonshine writes text (digits, punctuation, capitals): scripts/intelligibility.py reads both its text and the
 reference through the same spoken-word normalisation before scoring.
@@ -22,11 +24,12 @@ import numpy as np
 
 from common.audio import load_wav
 from common.errors import UserError
+from scripts.ort_format import onnx_model
 
 SAMPLING_RATE = 16000
 TOKENS_PER_SECOND = 6
 START, END = 1, 2  # <s>, </s>
-MISSING = ("--judge moonshine needs the moonshine-cpp and onnxruntime packages: pip install -r "
+MISSING = ("--judge moonshine needs the moonshine-cpp, onnx and onnxruntime packages: pip install -r "
            "requirements-judge.txt")
 
 
@@ -50,6 +53,7 @@ class MoonshineJudge:
     def __init__(self, threads: int | None = None):
         try:
             import moonshine_cpp
+            import onnx  # noqa: F401  (scripts.ort_format reads the model files with it)
             import onnxruntime
         except ImportError as error:
             raise UserError(MISSING) from error
@@ -57,13 +61,20 @@ class MoonshineJudge:
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        self.encoder = onnxruntime.InferenceSession(str(folder / "encoder_model.ort"), options,
-                                                    providers=["CPUExecutionProvider"])
-        self.decoder = onnxruntime.InferenceSession(str(folder / "decoder_model_merged.ort"), options,
-                                                    providers=["CPUExecutionProvider"])
+        self.encoder = self.session(folder / "encoder_model.ort", options)
+        self.decoder = self.session(folder / "decoder_model_merged.ort", options)
         self.tokens = read_tokenizer(folder / "tokenizer.bin")
         self.cache_inputs = [node for node in self.decoder.get_inputs() if node.name.startswith("past_key_values")]
         self.outputs = [node.name for node in self.decoder.get_outputs()]
+
+    @staticmethod
+    def session(path: Path, options):
+        """An ONNX Runtime session of the ORT-format file at path, read back as ONNX so that ONNX Runtime folds its
+        int8 weights into float32 once rather than on every call (scripts/ort_format.py)."""
+        import onnxruntime
+
+        return onnxruntime.InferenceSession(onnx_model(path).SerializeToString(), options,
+                                            providers=["CPUExecutionProvider"])
 
     def transcribe_audio(self, audio: np.ndarray) -> str:
         """What Moonshine hears in mono float audio at 16 kHz, as it writes it."""

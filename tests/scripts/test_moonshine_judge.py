@@ -69,5 +69,5 @@ def test_flags_that_mean_nothing_with_moonshine_and_a_missing_package_are_one_er
     with pytest.raises(SystemExit) as exit_info:
         exit_on_user_error(MoonshineJudge)
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.strip() == ("error: --judge moonshine needs the moonshine-cpp and onnxruntime "
-                                               "packages: pip install -r requirements-judge.txt")
+    assert capsys.readouterr().err.strip() == ("error: --judge moonshine needs the moonshine-cpp, onnx and "
+                                               "onnxruntime packages: pip install -r requirements-judge.txt")

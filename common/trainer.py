@@ -20,6 +20,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from common import checkpoint as ckpt
@@ -62,6 +63,12 @@ def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
         for name, value in rank_sums.items():
             totals[name] = totals.get(name, 0.0) + value
     return totals
+
+
+def default_optimizers(model: nn.Module, settings: TrainingSettings) -> dict[str, torch.optim.Optimizer]:
+    """Adam over every weight: a recipe's optimizer unless it builds its own (Recipe.build_optimizers)."""
+    return {"model": torch.optim.Adam(model.parameters(), lr=settings.learning_rate,
+                                      weight_decay=settings.weight_decay, fused=settings.fused_optimizer)}
 
 
 class Trainer:
@@ -107,11 +114,7 @@ class Trainer:
             warm_start(self)
         if settings.compile and recipe.compile_model is not None:
             recipe.compile_model(self.model, settings)
-        if recipe.build_optimizers is not None:
-            self.optimizers = recipe.build_optimizers(self.model, settings)
-        else:
-            self.optimizers = {"model": torch.optim.Adam(self.model.parameters(), lr=settings.learning_rate,
-                                                         weight_decay=settings.weight_decay)}
+        self.optimizers = (recipe.build_optimizers or default_optimizers)(self.model, settings)
         for optimizer in self.optimizers.values():
             for group in optimizer.param_groups:  # the schedule multiplies this; it is saved with the optimizer
                 group.setdefault("initial_lr", group["lr"])

@@ -80,7 +80,8 @@ def build_optimizers(model: HiFiGAN, settings: HiFiGANTrainingSettings) -> dict[
     the reference's order, so that its optimizer states load index for index)."""
     def adamw(parameters):
         return torch.optim.AdamW(parameters, lr=settings.learning_rate * settings.fine_tune_lr_factor,
-                                 betas=tuple(settings.adam_betas), weight_decay=settings.weight_decay)
+                                 betas=tuple(settings.adam_betas), weight_decay=settings.weight_decay,
+                                 fused=settings.fused_optimizer)
     return {"discriminator": adamw(itertools.chain(model.msd.parameters(), model.mpd.parameters())),
             "generator": adamw(model.generator.parameters())}
 

@@ -21,9 +21,12 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               (quantize="int8": int8 linear layers and feature-extractor convolutions),
                               compiled-int8 (both)
   hifigan-train      >= 1.3x  a training step of generator v1 + MPD + MSD through the shared Trainer (hifigan/recipe.py's
-                              step), batch 4, segment 8192: eager, compiled (train.py --compile)
+                              step), batch 4, segment 8192: eager (--no-fused-optimizer: torch's AdamW looping
+                              over the tensors, as the reference runs on a CPU), default (fused AdamW), compiled
+                              (the default and train.py --compile)
   wav2vec2-pretrain  >= 1.3x  a Base pre-training step (configs/wav2vec2_pretrain_base.json, Hourglass factor 4)
-                              through the shared Trainer, 250,000 samples per batch: eager, compiled (--compile)
+                              through the shared Trainer, 250,000 samples per batch: eager, default, compiled, as
+                              hifigan-train's
   waveglow-infer     GFLOP/s  WaveGlow-256 on 86 mel frames (scripts/benchmark_speed.py's target): eager, fast,
                               compiled
 
@@ -156,7 +159,8 @@ def training_steps(name: str, what: str, argv: list[str], output: Path, paths: l
     def step_with(path: str) -> Callable[[], None]:
         nonlocal batch
         args = train.parse_run_args(argv + ["-o", str(output / path), "--epochs", "1"] +
-                                    {"compiled": ["--compile"], "bf16": ["--bf16"]}.get(path, []))
+                                    {"eager": ["--no-fused-optimizer"], "compiled": ["--compile"],
+                                     "bf16": ["--bf16"]}.get(path, []))
         trainer = Trainer.from_args(get_recipe(args.model_name), args)
         trainer.model.train()
         trainer.train_sampler.set_epoch(0)
@@ -262,8 +266,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
                                                              *(["compiled-int8"] if options.compile else []), *bf16],
                                                      folder),
-        "hifigan-train": lambda: hifigan_training(sizes, ["eager", *compiled, *bf16], folder),
-        "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, ["eager", *compiled, *bf16], folder),
+        "hifigan-train": lambda: hifigan_training(sizes, ["eager", "default", *compiled, *bf16], folder),
+        "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, ["eager", "default", *compiled, *bf16], folder),
         "waveglow-infer": lambda: benchmark_speed.waveglow_inference(sizes.speed, "fp32", ["eager", "fast",
                                                                                           *compiled]),
     }

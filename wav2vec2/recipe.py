@@ -104,7 +104,8 @@ def build_optimizers(model: nn.Module, settings: Wav2Vec2TrainingSettings) -> di
     """Adam with decoupled weight decay on every parameter (biases, norms and the codebook too), as the reference."""
     eps = settings.adam_eps if settings.adam_eps is not None else ADAM_EPS[settings.mode]
     return {"model": torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, betas=tuple(settings.adam_betas),
-                                       eps=eps, weight_decay=settings.weight_decay)}
+                                       eps=eps, weight_decay=settings.weight_decay,
+                                       fused=settings.fused_optimizer)}
 
 
 def lr_schedule(settings: Wav2Vec2TrainingSettings):

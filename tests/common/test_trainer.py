@@ -293,3 +293,14 @@ def test_bf16_on_a_cpu_that_emulates_it_is_warned_about(tmp_path, capsys, precis
     Trainer.from_args(toy_recipe(), toy_args(tmp_path, precision))
     warned = f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here\n" in capsys.readouterr().err
     assert warned == (precision == "--bf16" and not native_bf16())
+
+
+def test_adam_is_fused_by_default_and_its_update_equals_the_loop_over_tensors_to_rounding(tmp_path):
+    fused, fused_trainer = final_weights(toy_recipe(), toy_args(tmp_path / "fused", "--epochs", "2"))
+    looped, looped_trainer = final_weights(toy_recipe(), toy_args(tmp_path / "loop", "--epochs", "2",
+                                                                  "--no-fused-optimizer"))
+    assert fused_trainer.optimizers["model"].defaults["fused"] is True
+    assert not looped_trainer.optimizers["model"].defaults["fused"]
+    assert fused_trainer.iteration == looped_trainer.iteration == 12
+    torch.testing.assert_close(fused, looped, rtol=1e-6, atol=1e-7)  # 12 Adam steps at lr 0.05
+    assert not torch.equal(fused, nn.Linear(4, 1).weight)  # trained

@@ -213,6 +213,7 @@ def test_two_adamw_with_the_references_betas_and_decay_and_an_exponential_rate_p
         assert isinstance(optimizer, torch.optim.AdamW)
         group = optimizer.param_groups[0]
         assert group["betas"] == (0.8, 0.99) and group["weight_decay"] == 0.01 and group["lr"] == args.learning_rate
+        assert group["fused"] is True  # the default (--no-fused-optimizer: torch's loop)
         assert {id(p) for p in group["params"]} == {id(p) for part in parts for p in part.parameters()}
     schedule = ExponentialDecay(0.9)
     assert [schedule.multiplier(epoch, step=123) for epoch in range(3)] == pytest.approx([1.0, 0.9, 0.81])

@@ -1,10 +1,12 @@
 """wav2vec 2.0's command line: NVIDIA's spellings run, the mode picks the reference recipes' defaults, unknown flags
 are errors."""
 import pytest
+import torch
 
 import train
 from common.registry import get_recipe
-from wav2vec2.arg_parser import translate_argv
+from wav2vec2.arg_parser import Wav2Vec2TrainingSettings, translate_argv
+from wav2vec2.recipe import build_optimizers
 
 NVIDIA_PRETRAINING = [  # a shortened scripts/pretrain_base.sh command line of NVIDIA's, as it spells it
     "pretrain", "--data", "/data/librispeech", "--output_dir", "/results", "--train_subset", "train-full-960",
@@ -64,3 +66,13 @@ def test_unknown_flags_and_lr_policies_are_errors(capsys):
         parse(["--data", "d", "-o", "o", "-lr", "1", "--lr_policy", "cosine"])
     assert "argument --lr-policy: invalid choice: 'cosine' (choose from 'poly', 'exp')" in \
         capsys.readouterr().err
+
+
+def test_adamw_takes_the_modes_epsilon_and_is_fused_unless_asked_otherwise():
+    model = torch.nn.Linear(3, 2)
+    fused = build_optimizers(model, Wav2Vec2TrainingSettings(output="o", learning_rate=1e-3))["model"]
+    looped = build_optimizers(model, Wav2Vec2TrainingSettings(output="o", learning_rate=1e-3,
+                                                              fused_optimizer=False))["model"]
+    assert isinstance(fused, torch.optim.AdamW) and fused.defaults["eps"] == 1e-6
+    assert fused.defaults["fused"] is True and not looped.defaults["fused"]
+    assert parse(["--data", "d", "-o", "o", "-lr", "1", "--no-fused-optimizer"]).fused_optimizer is False

@@ -337,6 +337,8 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
         optimizer.load_state_dict(state["optimizers"][name])
         for group in optimizer.param_groups:  # a file from another implementation may not carry it
             group.setdefault("initial_lr", trainer.settings.learning_rate)
+            if "fused" in group:  # the saved group's choice would win: this run's --[no-]fused-optimizer does
+                group["fused"] = optimizer.defaults["fused"]
     for name, scaler in trainer.scalers.items():  # checkpoints before 2026-11 held one scaler for every optimizer
         saved = state["scalers"][name] if "scalers" in state else state["scaler"]
         if saved:  # an empty state (a run without loss scaling) leaves this run's scaler as it is

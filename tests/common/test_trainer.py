@@ -304,3 +304,11 @@ def test_adam_is_fused_by_default_and_its_update_equals_the_loop_over_tensors_to
     assert fused_trainer.iteration == looped_trainer.iteration == 12
     torch.testing.assert_close(fused, looped, rtol=1e-6, atol=1e-7)  # 12 Adam steps at lr 0.05
     assert not torch.equal(fused, nn.Linear(4, 1).weight)  # trained
+
+
+def test_a_resume_steps_the_way_this_runs_flag_says_not_the_checkpoints(tmp_path):
+    Trainer.from_args(toy_recipe(), toy_args(tmp_path, "--no-fused-optimizer")).train()
+    resumed = Trainer.from_args(toy_recipe(), toy_args(tmp_path, "--epochs", "2", "--resume-from-last"))
+    assert resumed.iteration == 6 and resumed.optimizers["model"].param_groups[0]["fused"] is True
+    resumed.train()
+    assert resumed.iteration == 12

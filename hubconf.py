@@ -104,7 +104,7 @@ def nvidia_tts_utils(checkpoint=None, check_hash: bool = True):
     return TextInput.from_checkpoint(checkpoint, check_hash)
 
 
-def wav2vec2_ctc(checkpoint=None, device=None, precision: str = "fp32", batch_size: int = 8, labels_path=None,
+def wav2vec2_ctc(checkpoint=None, device=None, precision: str = "auto", batch_size: int = 8, labels_path=None,
                  check_hash: bool = True):
     """A wav2vec2.api.Recognizer: .transcribe(paths or arrays, sampling_rate=None) -> texts. checkpoint: a fine-tuned
     wav2vec 2.0 of ours, NVIDIA's or fairseq's, or a Hugging Face Wav2Vec2ForCTC folder."""

@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 
 import torch
 
+from common.cpu import default_dtype
 from common.errors import UserError
 
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}  # fp16/bf16: --amp/--bf16's
@@ -66,10 +67,15 @@ def api_device(device: str | torch.device | None) -> torch.device:
     return device
 
 
-def api_dtype(precision: str | torch.dtype) -> torch.dtype:
-    """'fp32', 'fp16' or 'bf16' (or the torch dtype): the precision models run in (autocast, or weights cast)."""
+def api_dtype(precision: str | torch.dtype, device: torch.device | None = None,
+              bf16_within_tolerance: bool = False) -> torch.dtype:
+    """'fp32', 'fp16' or 'bf16' (or the torch dtype): the precision models run in (autocast, or weights cast).
+    'auto': common.cpu.default_dtype on device (bf16 on a CPU with native bf16 where the model's family measured
+    bf16 within its tolerance, else fp32)."""
     if isinstance(precision, torch.dtype) and precision in PRECISIONS.values():
         return precision
+    if precision == "auto":
+        return default_dtype(device or torch.device("cpu"), bf16_within_tolerance)
     if precision not in PRECISIONS:
-        raise UserError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+        raise UserError(f"unknown precision {precision!r}; choose one of auto, {', '.join(PRECISIONS)}")
     return PRECISIONS[precision]

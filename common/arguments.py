@@ -131,8 +131,9 @@ def add_device_args(group) -> None:
     group.add_argument("--amp", action=ChoosePrecision, help="fp16 mixed precision")
     group.add_argument("--bf16", action=ChoosePrecision, help="bf16 mixed precision")
     group.add_argument("--fp32", action=ChoosePrecision,
-                       help="full precision (the default; the last of --amp, --bf16 and --fp32 wins, over a preset's "
-                            "too)")
+                       help="full precision (the default, but at inference where a CPU computes bf16 natively "
+                            "for the models docs/inference.md names; the last of --amp, --bf16 and --fp32 wins, over a "
+                            "preset's too)")
 
 
 def read_config_file(path: str | Path, parser: argparse.ArgumentParser) -> dict:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from common.arguments import add_compatibility_flags, add_device_args, non_negative_int, positive_int
+from common.cpu import default_dtype
 from common.errors import UserError
 from common.logger import RunLogger
 from common.output_folder import make_output_folder
@@ -91,8 +92,12 @@ def inference_device(args: argparse.Namespace) -> torch.device:
     return torch.device("cpu") if args.cpu or not torch.cuda.is_available() else torch.device("cuda")
 
 
-def inference_dtype(args: argparse.Namespace) -> torch.dtype:
-    return torch.float16 if args.amp else torch.bfloat16 if args.bf16 else torch.float32
+def inference_dtype(args: argparse.Namespace, bf16_within_tolerance: bool = False) -> torch.dtype:
+    """--amp, --bf16 or --fp32 as given; none of them: common.cpu.default_dtype (bf16 on a CPU with native bf16
+    where the part's family measured bf16 within its tolerance, else fp32)."""
+    if args.amp or args.bf16 or args.fp32:
+        return torch.float16 if args.amp else torch.bfloat16 if args.bf16 else torch.float32
+    return default_dtype(inference_device(args), bf16_within_tolerance)
 
 
 def autocast(device: torch.device, dtype: torch.dtype):

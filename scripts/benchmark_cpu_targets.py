@@ -9,9 +9,11 @@ Targets (random weights: the time does not depend on them), each with the ratio 
 eager fp32 (median over median, the paths timed in turn on the same inputs, scripts/benchmark_speed.py's machinery):
 
   tacotron2-infer    >= 2x    Tacotron 2 alone, batch 1, 128 characters, 400 decoder steps (gate held shut): eager
-                              (the reference decoder step), fast (--fast-decoder), compiled (--compile), int8
-                              (--quantize int8: the reference step with int8 LSTMs and linear layers), fast-int8
-                              (--fast-decoder --quantize int8: the fast step's merged products in int8 too)
+                              (the reference decoder step), torchscript (the reference step through TorchScript:
+                              --no-fast-decoder on the CPU), fast (--fast-decoder, the CPU's default), compiled
+                              (--compile), int8 (--quantize int8 --no-fast-decoder: the reference step with int8
+                              LSTMs and linear layers), fast-int8 (--quantize int8: the fast step's merged products in
+                              int8 too)
   hifigan-infer      >= 1.5x  the HiFi-GAN v1 generator, batch 1, 400 mel frames (4.6 s), weight norm folded as
                               inference runs it: eager (signals as (B, C, T)), fast (as one-row channels-last
                               images, what inference runs on the CPU: hifigan/vocoder.py), compiled (fast and
@@ -30,8 +32,10 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
   waveglow-infer     GFLOP/s  WaveGlow-256 on 86 mel frames (scripts/benchmark_speed.py's target): eager, fast,
                               compiled
 
-Where the CPU computes bf16 natively (AVX512-BF16 or AMX; the header says), a bf16 path (autocast; --bf16 for
-training) is timed beside the others unless --bf16 off; where bf16 is emulated it is skipped unless --bf16 on.
+Where the CPU computes bf16 natively (AVX512-BF16 or AMX; the header says), a bf16 path (the default path under bf16
+autocast: --bf16) is timed beside the others unless --bf16 off; where bf16 is emulated it is skipped unless --bf16 on.
+Each target's verdict also says how its default path (DEFAULT_PATH: what a user gets without a flag) compares with
+eager: a default below eager is marked.
 
 Every row also gives the achieved GFLOP/s: the floating-point operations of one call, counted once by
 torch.utils.flop_counter.FlopCounterMode on the eager path (convolutions and matrix products, backward included for
@@ -72,6 +76,10 @@ from wav2vec2.api import Recognizer
 WANTED_RATIO = {"tacotron2-infer": 2.0, "hifigan-infer": 1.5, "wav2vec2-infer": 1.5, "hifigan-train": 1.3,
                 "wav2vec2-pretrain": 1.3, "waveglow-infer": None}
 TARGETS = tuple(WANTED_RATIO)
+# target -> the path a user gets on the CPU without a flag (the recognizer: bf16 where the CPU has it natively)
+DEFAULT_PATH = {"tacotron2-infer": "fast", "hifigan-infer": "fast",
+                "wav2vec2-infer": "bf16" if native_bf16() else "eager",
+                "hifigan-train": "default", "wav2vec2-pretrain": "default", "waveglow-infer": "fast"}
 AT_THE_LIMIT = 0.70  # share of the measured peak from which a compute-bound workload counts as at the limit
 
 # --quick: a HiFi-GAN generator and discriminators small enough to train a step in a second
@@ -218,6 +226,14 @@ def count_flops(run: Callable[[], object]) -> int:
     return counter.get_total_flops()
 
 
+def default_against_eager(target: Target, rows: list[dict]) -> str:
+    default = next((row for row in rows if row["path"] == DEFAULT_PATH[target.name]), None)
+    if default is None:
+        return ""
+    state = "at or above eager" if default["speedup"] >= 1.0 else "BELOW EAGER"
+    return f"; default path {default['path']} {default['speedup']:.2f}x eager: {state}"
+
+
 def verdict(target: Target, rows: list[dict], peak: float) -> str:
     wanted = WANTED_RATIO[target.name]
     fast = [row for row in rows if row["path"] != "eager"]
@@ -226,12 +242,13 @@ def verdict(target: Target, rows: list[dict], peak: float) -> str:
         share = best["gflops_per_second"] / peak
         state = "at the limit" if share >= AT_THE_LIMIT else f"below the {AT_THE_LIMIT:.0%} limit"
         return (f"{target.name}: best {best['path']} {best['gflops_per_second']:.1f} GFLOP/s = {share:.0%} of the "
-                f"{peak:.1f} GFLOP/s peak: {state}")
+                f"{peak:.1f} GFLOP/s peak: {state}" + default_against_eager(target, rows))
     if not fast:
         return f"{target.name}: no fast path timed"
     best = max(fast, key=lambda row: row["speedup"])
     state = "met" if best["speedup"] >= wanted else "MISSED (--profile " + target.name + ")"
-    return f"{target.name}: best fast path {best['path']} {best['speedup']:.2f}x, wanted >= {wanted:g}x: {state}"
+    return (f"{target.name}: best fast path {best['path']} {best['speedup']:.2f}x, wanted >= {wanted:g}x: {state}"
+            + default_against_eager(target, rows))
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -260,8 +277,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     folder = Path(scratch.name)
     builders = {
         "tacotron2-infer": lambda: benchmark_speed.tacotron2_inference(sizes.speed, "fp32",
-                                                                       ["eager", "fast", *compiled, "int8",
-                                                                        "fast-int8"]),
+                                                                       ["eager", "torchscript", "fast", *compiled,
+                                                                        "int8", "fast-int8", *bf16]),
         "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", "fast", *compiled, *bf16]),
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
                                                              *(["compiled-int8"] if options.compile else []), *bf16],
@@ -269,7 +286,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "hifigan-train": lambda: hifigan_training(sizes, ["eager", "default", *compiled, *bf16], folder),
         "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, ["eager", "default", *compiled, *bf16], folder),
         "waveglow-infer": lambda: benchmark_speed.waveglow_inference(sizes.speed, "fp32", ["eager", "fast",
-                                                                                          *compiled]),
+                                                                                          *compiled, *bf16]),
     }
     all_rows, verdicts = [], []
     print(benchmark_speed.HEADER)

@@ -78,7 +78,8 @@ def main() -> None:
                 "--waveglow", str(waveglow), "-s", "0.6", "-d", "0.01", "--max-decoder-steps",
                 str(options.decoder_steps), "--no-torchscript"]
         argv += ["--cpu"] if options.cpu else []
-        argv += {"eager": [], "fast": ["--fast-decoder"], "cuda-graphs": ["--cuda-graphs"]}[options.decoder]
+        argv += {"eager": ["--no-fast-decoder"], "fast": ["--fast-decoder"],
+                 "cuda-graphs": ["--cuda-graphs"]}[options.decoder]
         argv += {"fp32": [], "bf16": ["--bf16"], "fp16": ["--amp"]}[options.precision]
         synthesizer = Synthesizer.from_args(inference.build_parser().parse_args(argv))
     phrases = [text for _, text in read_phrases(f"phrases/phrase_{options.input_length}.txt")]

@@ -118,7 +118,7 @@ def tacotron2_for(path: str, sizes: Sizes, state_dict: dict | None = None) -> Ta
     model = Tacotron2(**sizes.tacotron2)
     if state_dict is not None:
         model.load_state_dict(state_dict)
-    if path == "fast":
+    if path in ("fast", "bf16"):  # bf16: the fast decoder under bf16 autocast (--bf16 on the CPU's default path)
         model.decoder.fast = True
     elif path == "compiled":
         model.decoder.compile_step()
@@ -176,13 +176,15 @@ def tacotron2_inference(sizes: Sizes, precision: str, paths: list[str]) -> Targe
     state_dict = reference.state_dict()
     text, lengths = text_ids()
 
-    def infer_with(model: Tacotron2, infer_precision: str = precision) -> Callable[[], torch.Tensor]:
+    def infer_with(model: Tacotron2, infer_precision: str = precision, script: bool = False
+                   ) -> Callable[[], torch.Tensor]:
         model.eval()
+        decode = torch.jit.script(model).infer if script else model.infer  # script: --no-fast-decoder's CPU path
 
         def infer():
             with autocast_for(infer_precision), max_steps_warnings_silenced():
-                return model.infer(text, lengths, max_decoder_steps=sizes.decoder_steps, max_frames_after_text_end=0,
-                                   generator=torch.Generator().manual_seed(0)).mel
+                return decode(text, lengths, max_decoder_steps=sizes.decoder_steps, max_frames_after_text_end=0,
+                              generator=torch.Generator().manual_seed(0)).mel
 
         return infer
 
@@ -190,9 +192,12 @@ def tacotron2_inference(sizes: Sizes, precision: str, paths: list[str]) -> Targe
         model = tacotron2_for("fast", sizes, state_dict)
         return describe_difference(infer_with(model)().float(), infer_with(model, "fp32")())
 
+    def variant(path: str) -> Variant:
+        return Variant(path, infer_with(tacotron2_for(path, sizes, state_dict), "bf16" if path == "bf16" else precision,
+                                        script=path == "torchscript"))
+
     return Target("tacotron2-infer", precision, f"batch 1, {text.size(1)} characters, {sizes.decoder_steps} steps",
-                  [Variant(path, infer_with(tacotron2_for(path, sizes, state_dict))) for path in paths],
-                  mel_difference if precision == "bf16" else None)
+                  [variant(path) for path in paths], mel_difference if precision == "bf16" else None)
 
 
 @contextmanager
@@ -226,8 +231,9 @@ def waveglow_inference(sizes: Sizes, precision: str, paths: list[str]) -> Target
         if path == "compiled":
             model.compile_coupling()
 
-        def infer():
-            with torch.no_grad(), autocast_for(precision), strided_conditioning(path == "eager"):
+        def infer():  # bf16: the fast path under bf16 autocast
+            with torch.no_grad(), autocast_for("bf16" if path == "bf16" else precision), \
+                    strided_conditioning(path == "eager"):
                 model.infer(mel, sigma=0.6, generator=torch.Generator().manual_seed(0))
 
         return infer
@@ -245,7 +251,7 @@ def text_to_wav(sizes: Sizes, precision: str, paths: list[str], decoder_steps: i
     def synthesizer_for(path: str, synthesis_precision: str = precision) -> Synthesizer:
         argv = ["-i", str(PHRASE), "-o", str(folder), "--tacotron2", str(tacotron2), "--waveglow", str(waveglow),
                 "-s", "0.6", "-d", "0.01", "--max-decoder-steps", str(decoder_steps), "--no-torchscript", "--cpu"]
-        argv += {"eager": [], "fast": ["--fast-decoder"], "compiled": ["--compile"]}[path]
+        argv += {"eager": ["--no-fast-decoder"], "fast": ["--fast-decoder"], "compiled": ["--compile"]}[path]
         argv += ["--bf16"] if synthesis_precision == "bf16" else []
         return Synthesizer.from_args(inference.build_parser().parse_args(argv))
 

@@ -47,11 +47,14 @@ from tacotron2.recipe import RECIPE
 class SynthesisSettings:
     """How Tacotron 2 synthesizes: the options of Synthesizer.from_checkpoints, by name, and the flags of
     `inference.py -m Tacotron2` (made from these fields: tacotron2/inference.py)."""
-    torchscript: bool | None = flag(None, "run Tacotron 2 through TorchScript (default: on with --cpu)",
+    torchscript: bool | None = flag(None, "run Tacotron 2 through TorchScript (default: on with --cpu and "
+                                          "--no-fast-decoder)",
                                     action=argparse.BooleanOptionalAction)
-    fast_decoder: bool = flag(False, "the decoder step rearranged for speed, equal to rounding (tacotron2/model.py: "
-                                     "fast_inference_step); --compile implies it",
-                              action=argparse.BooleanOptionalAction)
+    fast_decoder: bool | None = flag(None, "the decoder step rearranged for speed, equal to rounding "
+                                            "(tacotron2/model.py: fast_inference_step); --compile implies it "
+                                            "(default: on with --cpu, where it is faster than the reference step, "
+                                            "unless --torchscript; off on a GPU, where it is slower)",
+                                     action=argparse.BooleanOptionalAction)
     cuda_graphs: bool = flag(False, "replay the decoder's steps from CUDA graphs, 16 steps a launch "
                                     "(tacotron2/cuda_graphs.py; a GPU only; implies --fast-decoder)",
                              action=argparse.BooleanOptionalAction)
@@ -92,6 +95,15 @@ class Piece:
 # What --quantize int8 makes int8: the encoder's and decoder's LSTMs, the prenet, attention and projections' linear
 # layers. The convolutions (encoder, location, postnet) stay float32.
 TACOTRON2_INT8_LAYERS = {torch.nn.LSTM, torch.nn.LSTMCell, torch.nn.Linear}
+
+
+def default_fast_decoder(settings: SynthesisSettings, device: torch.device) -> bool:
+    """--fast-decoder as given, or by default on the CPU (unless --torchscript, which runs the reference step): there
+    the fast step is 1.06-1.22x the reference step's speed, equal to rounding (docs/benchmarks.md); on a GPU it is
+    slower."""
+    if settings.fast_decoder is not None:
+        return settings.fast_decoder
+    return device.type == "cpu" and not settings.torchscript
 
 
 def quantize_tacotron2(model: torch.nn.Module, fast_decoder: bool) -> None:
@@ -187,7 +199,8 @@ class Synthesizer:
         quantized = check_quantize(settings.quantize, self.device, self.dtype)
         if settings.cuda_graphs:
             check_cuda_graphs(settings, self.device, quantized)
-        fast = settings.fast_decoder or settings.compile or settings.cuda_graphs
+        fast_decoder = default_fast_decoder(settings, self.device)
+        fast = fast_decoder or settings.compile or settings.cuda_graphs
         if fast and settings.torchscript:
             raise UserError("--torchscript runs the reference decoder; it cannot be combined with "
                             f"{'--compile' if settings.compile else '--fast-decoder'}: drop one of them")
@@ -197,16 +210,17 @@ class Synthesizer:
         if settings.compile:
             self.tacotron2.decoder.compile_step()
         else:
-            self.tacotron2.decoder.fast = settings.fast_decoder
+            self.tacotron2.decoder.fast = fast_decoder
         if settings.cuda_graphs:
             use_cuda_graphs(self.tacotron2.decoder)
         if quantized:
-            if not settings.fast_decoder:
+            if not fast_decoder:
                 # Measured on the demo's model (tacotron2/RESULTS.md, "int8 Tacotron 2"): per-tensor int8 LSTMs cost
                 # 9-12 CER points; the fast step's per-row int8 products stay within a change of seed.
-                print("warning: --quantize int8 without --fast-decoder makes the LSTMs int8 with one scale per "
-                      "tensor, which degrades the speech (tacotron2/RESULTS.md); add --fast-decoder", file=sys.stderr)
-            quantize_tacotron2(self.tacotron2, fast_decoder=settings.fast_decoder)
+                print("warning: --quantize int8 with --no-fast-decoder makes the LSTMs int8 with one scale per "
+                      "tensor, which degrades the speech (tacotron2/RESULTS.md); drop --no-fast-decoder",
+                      file=sys.stderr)
+            quantize_tacotron2(self.tacotron2, fast_decoder=fast_decoder)
         use_torchscript = (settings.torchscript if settings.torchscript is not None
                            else self.device.type == "cpu" and not fast and not quantized)
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer

@@ -121,7 +121,7 @@ def test_precision_and_options_reach_the_models(tacotron2_checkpoint):
 def test_bad_arguments_are_one_clear_error(tacotron2_checkpoint, tmp_path):
     with pytest.raises(TypeError, match="unknown option.* sigma_infr; the options are .*sigma_infer"):
         Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, device="cpu", sigma_infr=0.6)
-    with pytest.raises(UserError, match="unknown precision 'fp8'; choose one of fp32, fp16, bf16"):
+    with pytest.raises(UserError, match="unknown precision 'fp8'; choose one of auto, fp32, fp16, bf16"):
         Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, device="cpu", precision="fp8")
     if not torch.cuda.is_available():
         with pytest.raises(UserError, match="no CUDA GPU is available"):

@@ -42,6 +42,11 @@ SAMPLING_RATE = 16000  # the rate of every published wav2vec 2.0
 # on the demo's recognizer in wav2vec2/RESULTS.md ("Long recordings").
 CHUNK_SECONDS = 30.0
 CONTEXT_SECONDS = 5.0
+# bf16 autocast is the CPU's default precision (precision="auto") where the CPU computes bf16 natively: the tolerance
+# is 0.5 points of greedy CER on each of make demo-asr's test sets, and bf16 moved them by 0.05 at most, with a Base
+# model twice as fast (wav2vec2/RESULTS.md, "bf16 and CPUs"; experiments/cpu_bf16). int8 (quantize="int8") runs in
+# fp32.
+BF16_WITHIN_TOLERANCE = True
 
 
 @dataclass
@@ -206,21 +211,23 @@ class Recognizer:
         self.chunk_seconds, self.context_seconds = chunk_seconds, context_seconds
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "fp32",
+    def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "auto",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
                         flag: str | None = None, quantize: str = "none", compile: bool = False,
                         chunk_seconds: float = CHUNK_SECONDS, context_seconds: float = CONTEXT_SECONDS
                         ) -> "Recognizer":
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
         folder, or a URL whose file name carries its sha256 prefix. device: default the GPU if there is one.
-        precision: fp32, fp16 or bf16 (autocast). labels_path: dict.ltr.txt for a file that carries no dictionary.
+        precision: fp32, fp16 or bf16 (autocast); auto (the default): bf16 on a CPU that computes it natively (unless
+        quantize), else fp32 (common.cpu.default_dtype). labels_path: dict.ltr.txt for a file that carries no
+        dictionary.
         flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers and
         feature-extractor convolutions (CPU only, common/quantization.py). compile: torch.compile the model (its
         first batch of each new length pays the compile time). chunk_seconds, context_seconds: how a long recording
         is read (the class's docstring)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
-        dtype = api_dtype(precision)
+        dtype = api_dtype(precision, device, BF16_WITHIN_TOLERANCE and quantize == "none")
         if check_quantize(quantize, device, dtype):
             quantize_int8(model, {torch.nn.Linear, torch.nn.Conv1d})
         if compile:

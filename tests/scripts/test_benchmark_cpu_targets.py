@@ -12,7 +12,8 @@ def test_quick_run_prints_every_target_with_its_ratio_and_verdict(tmp_path, caps
     rows = benchmark_cpu_targets.main(["--quick", "--no-compile", "--bf16", "off", "--threads", "1",
                                        "--json", str(tmp_path / "rows.json"), "--profile", "hifigan-infer"])
     printed = capsys.readouterr().out
-    paths = {"tacotron2-infer": ["eager", "fast", "int8", "fast-int8"], "hifigan-infer": ["eager", "fast"],
+    paths = {"tacotron2-infer": ["eager", "torchscript", "fast", "int8", "fast-int8"],
+             "hifigan-infer": ["eager", "fast"],
              "wav2vec2-infer": ["eager", "int8"], "hifigan-train": ["eager", "default"],
              "wav2vec2-pretrain": ["eager", "default"],
              "waveglow-infer": ["eager", "fast"]}
@@ -34,6 +35,14 @@ def test_quick_run_prints_every_target_with_its_ratio_and_verdict(tmp_path, caps
     assert verdicts[0].startswith("tacotron2-infer: best fast path ") and "wanted >= 2x" in verdicts[0]
     assert verdicts[3].startswith("hifigan-train: best fast path default ")  # fused AdamW against the loop
     assert verdicts[-1].startswith("waveglow-infer: best ") and "of the" in verdicts[-1]
+    for target, line in zip(benchmark_cpu_targets.TARGETS, verdicts):  # each default path against eager
+        default = [row for row in rows if row["target"] == target
+                   and row["path"] == benchmark_cpu_targets.DEFAULT_PATH[target]]
+        if not default:  # the recognizer's bf16 default on a CPU with native bf16, not timed under --bf16 off
+            assert benchmark_cpu_targets.DEFAULT_PATH[target] == "bf16" and "default path" not in line
+            continue
+        state = "at or above eager" if default[0]["speedup"] >= 1.0 else "BELOW EAGER"
+        assert line.endswith(f"default path {default[0]['path']} {default[0]['speedup']:.2f}x eager: {state}")
     assert "fp32 matrix-product peak" in printed and "native bf16:" in printed
     assert "== profile: hifigan-infer fp32 eager" in printed and "Self CPU" in printed
 
@@ -45,3 +54,10 @@ def test_the_compiled_path_reports_its_compile_time_apart(capsys):
     compiled = rows[2]
     assert compiled["compile_seconds"] > 0 and compiled["first_call_seconds"] > compiled["seconds_median"]
     assert "compile " in capsys.readouterr().out
+
+
+def test_bf16_on_times_every_inference_target_s_default_path_under_autocast():
+    rows = benchmark_cpu_targets.main(["--quick", "--no-compile", "--bf16", "on", "--threads", "1", "--repeats", "1",
+                                       "--targets", "tacotron2-infer", "waveglow-infer", "hifigan-infer"])
+    assert {row["target"] for row in rows if row["path"] == "bf16"} == {"tacotron2-infer", "waveglow-infer",
+                                                                         "hifigan-infer"}

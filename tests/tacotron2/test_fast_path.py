@@ -277,7 +277,7 @@ def test_train_py_with_the_fast_decoder_follows_the_reference_curve(synthetic_co
 
 
 @pytest.mark.slow
-def test_inference_py_fast_decoder_equals_the_reference_and_refuses_torchscript(tmp_path):
+def test_inference_py_s_cpu_default_is_the_fast_decoder_equal_to_the_reference_and_refuses_torchscript(tmp_path):
     config = dict(TINY, n_symbols=TextProcessor().n_symbols, n_mel_channels=80)
     checkpoint = random_checkpoint("Tacotron2", config, tmp_path)
     phrases = tmp_path / "phrases.txt"
@@ -288,11 +288,16 @@ def test_inference_py_fast_decoder_equals_the_reference_and_refuses_torchscript(
                                                          str(checkpoint), "--cpu", "--max-decoder-steps", "20",
                                                          "--griffin-lim-iters", "2", *flags])
         synthesizer = Synthesizer.from_args(arguments)
-        return synthesizer.synthesize_batch(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
-                                      warn_max_steps=False)
+        batch = synthesizer.synthesize_batch(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
+                                             warn_max_steps=False)
+        scripted = isinstance(synthesizer.infer, torch._C.ScriptMethod)
+        return batch, (synthesizer.tacotron2.decoder.fast, scripted)
 
-    reference = synthesize()  # TorchScript: the CPU's default
-    fast = synthesize("--fast-decoder")
+    fast, fast_path = synthesize()  # the CPU's default
+    reference, reference_path = synthesize("--no-fast-decoder")  # the reference step, through TorchScript
+    assert fast_path == (True, False) and reference_path == (False, True)
+    assert synthesize("--torchscript")[1] == (False, True)  # --torchscript alone asks for the reference step
+    assert synthesize("--fast-decoder")[1] == fast_path
     assert torch.equal(fast["mel_lengths"], reference["mel_lengths"])
     torch.testing.assert_close(fast["mel"], reference["mel"], **TOLERANCE)
     with pytest.raises(UserError, match="--torchscript .* --fast-decoder"):

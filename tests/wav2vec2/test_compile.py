@@ -23,7 +23,7 @@ def test_recognizer_compile_gives_the_eager_logits(tmp_path):
     wav = write_batch_inputs(tmp_path / "inputs", 1, 1.5, 1.5)
     logits = {}
     for compile in (False, True):
-        recognizer = Recognizer.from_checkpoint(tmp_path / "ctc.pt", "cpu", compile=compile)
+        recognizer = Recognizer.from_checkpoint(tmp_path / "ctc.pt", "cpu", "fp32", compile=compile)
         logits[compile] = recognizer.logits(recognizer.utterances(wav))[0]
     torch.testing.assert_close(logits[True], logits[False], rtol=1e-4, atol=1e-4)
 

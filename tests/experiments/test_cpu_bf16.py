@@ -1,0 +1,40 @@
+"""experiments/cpu_bf16 on tiny models: both scripts run every variant, and their figures are consistent (the
+measurement itself is in the experiment's README)."""
+import json
+
+import pytest
+
+from experiments.cpu_bf16 import recognition, synthesis
+from wav2vec2.api import Recognizer
+from wav2vec2.decoding import error_counts, error_rates
+from wav2vec2.inference import read_inputs
+
+
+def test_synthesis_reports_each_variant_and_seed_against_fp32(tacotron2_checkpoint, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a plain sentence without a full stop\nAnother one, with a comma.\n")
+    report = synthesis.main(["--tacotron2", str(tacotron2_checkpoint), "--texts", str(texts), "--seeds", "1", "2",
+                             "--no-judge", "--json", str(tmp_path / "report.json")])
+    assert [(run["variant"], run["seed"]) for run in report["runs"]] == [
+        (variant, seed) for seed in (1, 2) for variant in ("fp32", "bf16", "int8")]
+    for run in report["runs"]:
+        assert run["tacotron2_seconds"] > 0 and run["mel_frames"] > 0
+        assert ("mels_against_fp32" in run) == (run["variant"] != "fp32")
+    assert set(report["vocoder_alone_seconds"]) == {"fp32", "bf16", "int8"}
+    assert json.loads((tmp_path / "report.json").read_text()) == report
+
+
+def test_recognition_scores_both_precisions_against_the_right_references(recognizer_checkpoint,
+                                                                         synthetic_asr_corpus):
+    manifest = str(synthetic_asr_corpus.test_sentences)
+    report = recognition.main(["--checkpoint", str(recognizer_checkpoint), "--manifests", manifest,
+                               "--batch-size", "1"])
+    result = report["manifests"][0]
+    assert result["utterances"] > 1 and 0 <= result["frames_whose_best_label_differs"] <= 1
+    for precision in ("fp32", "bf16"):
+        recognizer = Recognizer.from_checkpoint(recognizer_checkpoint, "cpu", precision, batch_size=1)
+        utterances = read_inputs([manifest], Recognizer.sampling_rate, recognizer.model.config["normalize"])
+        heard = recognizer.transcribe([utterance.audio.numpy() for utterance in utterances])
+        expected = error_rates(error_counts([utterance.reference for utterance in utterances], heard))
+        assert result[precision]["seconds"] > 0
+        assert result[precision]["cer"] == pytest.approx(expected["cer"])

@@ -12,7 +12,13 @@ time goes: tacotron2/RESULTS.md quotes one).
 --compare FLAGS times a second model, built from the same command line with FLAGS added, step for step beside the
 first: one step of each in turn (each first on alternate steps), on the same batches. A machine whose speed drifts
 over minutes (this 2-core one does, by 10 % between two runs of the same command) slows both alike, so their ratio,
-"speed_up" (the first's mean step time over the second's), holds where two separate runs would not.
+"speed_up" (the first's mean step time over the second's), holds where two separate runs would not. Both start from
+the same seed, and each draws its dropout from a generator state of its own, so their training losses are two
+curves of one run (`--compare=--bf16`: bf16's against fp32's):
+"loss_curve" gives each run's mean train_loss over each tenth of the steps (warm-up included), and
+"last_tenth_loss_relative_difference" how far the second's last tenth lies from the first's.
+
+    python -m scripts.benchmark_training --warmup 0 --iterations 200 --compare=--bf16 -- -m Tacotron2 ...
 """
 from __future__ import annotations
 
@@ -37,13 +43,31 @@ def cycling_batches(trainer):
         yield from trainer.train_loader
 
 
-def timed_step(trainer, batch) -> tuple[float, float]:
-    """One training step (host-to-device copy included, as in training): seconds and items."""
+def timed_step(trainer, batch) -> tuple[float, dict]:
+    """One training step (host-to-device copy included, as in training): its seconds and its record (items summed
+    over ranks, train_loss)."""
     start = time.perf_counter()
     record = trainer.train_step([batch])
     if trainer.device.type == "cuda":
         torch.cuda.synchronize()
-    return time.perf_counter() - start, record["items"]  # items summed over ranks
+    return time.perf_counter() - start, record
+
+
+def random_state() -> dict:
+    """torch's global generators (the CPU's, and each GPU's), which dropout draws from."""
+    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_random_state(state: dict) -> None:
+    torch.set_rng_state(state["cpu"])
+    if state["cuda"]:
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def loss_curve(losses: list[float], pieces: int = 10) -> list[float]:
+    """The mean loss over each of `pieces` equal runs of steps (fewer when there are fewer steps)."""
+    pieces = min(pieces, len(losses))
+    return [float(np.mean(chunk)) for chunk in np.array_split(np.asarray(losses, dtype=float), pieces)]
 
 
 def summary(trainer, args, times: list[float], items: list[float]) -> dict:
@@ -87,21 +111,28 @@ def main() -> None:
     for command_line in command_lines:
         args = train.parse_run_args(command_line)  # as train.py reads them (presets, the reference's spellings)
         trainer = Trainer.from_args(get_recipe(args.model_name), args)
-        runs.append({"args": args, "trainer": trainer, "batches": cycling_batches(trainer), "times": [], "items": []})
+        runs.append({"args": args, "trainer": trainer, "batches": cycling_batches(trainer), "times": [], "items": [],
+                     "losses": [], "random_state": random_state()})
     for step in range(options.warmup + options.iterations):
         # In turn, so that a drifting machine slows each alike; and first on alternate steps, since on this CPU the
         # first step of each pair measured up to 17 % slower than the second with identical flags.
         for run in runs if step % 2 == 0 else runs[::-1]:
-            seconds, items = timed_step(run["trainer"], next(run["batches"]))
+            set_random_state(run["random_state"])  # each run draws its dropout from its own stream, as if alone
+            seconds, record = timed_step(run["trainer"], next(run["batches"]))
+            run["random_state"] = random_state()
+            run["losses"].append(float(record["train_loss"]))
             if step >= options.warmup:
                 run["times"].append(seconds)
-                run["items"].append(items)
-    results = [summary(run["trainer"], run["args"], run["times"], run["items"]) for run in runs]
+                run["items"].append(record["items"])
+    results = [{**summary(run["trainer"], run["args"], run["times"], run["items"]),
+                "loss_curve": loss_curve(run["losses"])} for run in runs]
     if options.compare is None:
         result = results[0]
     else:
+        first, second = results[0]["loss_curve"][-1], results[1]["loss_curve"][-1]
         result = {"baseline": results[0], "compared": {"flags": options.compare, **results[1]},
-                  "speed_up": results[0]["iteration_time_mean"] / results[1]["iteration_time_mean"]}
+                  "speed_up": results[0]["iteration_time_mean"] / results[1]["iteration_time_mean"],
+                  "last_tenth_loss_relative_difference": (second - first) / abs(first)}
     print(json.dumps(result, indent=2))
     if options.json:
         with open(options.json, "w") as handle:

@@ -36,6 +36,26 @@ def test_compare_times_the_command_line_with_the_flags_added_step_by_step(synthe
     assert result["speed_up"] == pytest.approx(baseline["iteration_time_mean"] / compared["iteration_time_mean"])
 
 
+def test_compare_gives_both_loss_curves_of_one_seed(synthetic_corpus, tmp_path, monkeypatch):
+    """--compare with a flag that changes nothing the loss sees (--val-interval-epochs) gives the same curve twice: the
+    two models start alike and train on the same batches. With --bf16 the curves part by rounding, not by much."""
+    arguments = run_args("Tacotron2", synthetic_corpus, tmp_path, batch_size=4)
+    results = {}
+    for flags in ("--val-interval-epochs 5", "--bf16"):
+        monkeypatch.setattr(sys, "argv", ["benchmark_training", "--warmup", "1", "--iterations", "3",
+                                          f"--compare={flags}", "--json", str(tmp_path / "result.json"), "--",
+                                          *arguments, "--epochs", "1"])
+        benchmark_training.main()
+        results[flags] = json.loads((tmp_path / "result.json").read_text())
+    same = results["--val-interval-epochs 5"]
+    assert len(same["baseline"]["loss_curve"]) == 4  # the warm-up step and the 3 timed ones
+    assert same["compared"]["loss_curve"] == same["baseline"]["loss_curve"]
+    assert same["last_tenth_loss_relative_difference"] == 0.0
+    bf16 = results["--bf16"]
+    assert bf16["compared"]["precision"] == "bf16" and bf16["baseline"]["loss_curve"] == same["baseline"]["loss_curve"]
+    assert 0 < abs(bf16["last_tenth_loss_relative_difference"]) < 0.05
+
+
 def test_a_negative_profile_count_is_an_error(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["benchmark_training", "--profile", "-1", "--", "-m", "Tacotron2"])
     with pytest.raises(SystemExit) as stopped:

@@ -47,7 +47,7 @@ from common.arguments import add_device_args
 from common.inference_args import inference_device, inference_dtype
 from common.text.cleaners import english_cleaners
 from scripts.data.librispeech import librispeech_words
-from wav2vec2.api import BF16_WITHIN_TOLERANCE, Recognizer
+from wav2vec2.api import Recognizer, bf16_by_default
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates)
 
@@ -152,7 +152,7 @@ def score(references: list[str], hypotheses: list[str]) -> tuple[list[dict], dic
 
 def load_recognizer(args: argparse.Namespace) -> Recognizer:
     """The --asr checkpoint's model and letters (wav2vec2/api.py), on the device and in the precision of the flags."""
-    return Recognizer.from_checkpoint(args.asr, inference_device(args), inference_dtype(args, BF16_WITHIN_TOLERANCE),
+    return Recognizer.from_checkpoint(args.asr, inference_device(args), inference_dtype(args, bf16_by_default()),
                                       args.batch_size, args.labels_path, flag="--asr")
 
 

@@ -49,6 +49,11 @@ CONTEXT_SECONDS = 5.0
 BF16_WITHIN_TOLERANCE = True
 
 
+def bf16_by_default(quantize: str = "none") -> bool:
+    """Whether the recognizer may take bf16 where no precision is asked for: int8 runs around fp32."""
+    return BF16_WITHIN_TOLERANCE and quantize == "none"
+
+
 @dataclass
 class Utterance:
     number: int  # position in the input, from 1
@@ -227,7 +232,7 @@ class Recognizer:
         is read (the class's docstring)."""
         device = api_device(device)
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
-        dtype = api_dtype(precision, device, BF16_WITHIN_TOLERANCE and quantize == "none")
+        dtype = api_dtype(precision, device, bf16_by_default(quantize))
         if check_quantize(quantize, device, dtype):
             quantize_int8(model, {torch.nn.Linear, torch.nn.Conv1d})
         if compile:

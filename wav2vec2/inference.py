@@ -44,7 +44,7 @@ from common.inference_part import InferencePart
 from common.quantization import add_quantize_arg
 from wav2vec2 import export
 from wav2vec2.arg_parser import no_ema
-from wav2vec2.api import (BF16_WITHIN_TOLERANCE, CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance,
+from wav2vec2.api import (CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance, bf16_by_default,
                           samples_for)
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> None:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
     check_decoder_args(args)
     device = inference_device(args)
-    dtype = inference_dtype(args, BF16_WITHIN_TOLERANCE and args.quantize == "none")
+    dtype = inference_dtype(args, bf16_by_default(args.quantize))
     torch.manual_seed(args.seed)
     recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
                                             flag="--checkpoint", quantize=args.quantize, compile=args.compile,

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from common.cpu import cpu_description, native_bf16
+from experiments.cpu_bf16 import write_report
 from wav2vec2.api import Recognizer
 from wav2vec2.decoding import error_counts, error_rates, transcripts
 from wav2vec2.inference import read_inputs
@@ -75,9 +76,7 @@ def main(argv: list[str] | None = None) -> dict:
         result = read_manifest_in_turn(recognizers, manifest)
         report["manifests"].append(result)
         print(json.dumps(result), flush=True)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return report
 
 

@@ -25,6 +25,7 @@ import soundfile
 import torch
 
 from common.cpu import cpu_description, native_bf16
+from experiments.cpu_bf16 import write_report
 from common.inference_args import autocast
 from scripts.intelligibility import evaluate_with_moonshine, numbered_lines
 from tacotron2.api import Synthesizer
@@ -126,9 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
             mels = [result["mel"][:, :, :int(result["mel_lengths"][0])] for result in results["fp32"]]
             report["vocoder_alone_seconds"] = vocoder_seconds(synthesizers, mels)
             print(json.dumps({"vocoder_alone_seconds": report["vocoder_alone_seconds"]}), flush=True)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return report
 
 

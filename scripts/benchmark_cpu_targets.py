@@ -212,9 +212,11 @@ def wav2vec2_pretraining(sizes: Sizes, paths: list[str], folder: Path) -> Target
 # Peak, FLOPs, verdicts
 
 
-def fp32_peak_gflops(size: int, repeats: int = 5) -> float:
-    """This CPU's fp32 matrix-product rate at the run's thread count: the best of `repeats` size^3 products."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def fp32_peak_gflops(size: int, repeats: int = 5, dtype: torch.dtype = torch.float32) -> float:
+    """This CPU's matrix-product rate at the run's thread count, in fp32 (or dtype: torch.bfloat16 says whether bf16
+    is native, `python -c "import torch; from scripts.benchmark_cpu_targets import fp32_peak_gflops as rate;
+    print(rate(1024), rate(1024, dtype=torch.bfloat16))"`): the best of `repeats` size^3 products."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     return 2 * size ** 3 / benchmark_speed.best_seconds(lambda: torch.mm(a, b), repeats) / 1e9
 
 

@@ -54,14 +54,14 @@ def test_inference_py_logs_the_precision_it_chose(checkpoint, tmp_path):
     assert logged_precision(checkpoint, tmp_path) == str(NATIVE).removeprefix("torch.")
     assert logged_precision(checkpoint, tmp_path, "--fp32") == "float32"
     assert logged_precision(checkpoint, tmp_path, "--quantize", "int8") == "float32"
-    # oneDNN held below its bf16 instructions emulates bf16, about 150 times slower here: fp32 then
+    # oneDNN held below its bf16 instructions emulates bf16, hundreds of times slower: fp32 then
     assert logged_precision(checkpoint, tmp_path, environment={"ONEDNN_MAX_CPU_ISA": "AVX2"}) == "float32"
 
 
 def test_bf16_log_probabilities_stay_near_fp32_s(checkpoint):
     """bf16's rounding (8 bits of mantissa) through the tiny model: its log-probabilities within 0.15 of fp32's, on a
-    range of 6.9 (0.058 measured on a Zen 5 EPYC natively, and emulated under ONEDNN_MAX_CPU_ISA=AVX2 and SSE41 alike;
-    make demo-asr's trained recognizer moved by 0.45 at most, and no CER by more than 0.05 points)."""
+    range of about 7 (make demo-asr's trained recognizer moved by 0.45 at most, and no CER by more than 0.05 points:
+    experiments/cpu_bf16)."""
     audio = np.random.default_rng(1).standard_normal(3 * 16000).astype(np.float32) * 0.1
     log_probs = {}
     for precision in ("fp32", "bf16"):

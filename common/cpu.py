@@ -42,6 +42,14 @@ def default_dtype(device: torch.device, bf16_within_tolerance: bool) -> torch.dt
     return torch.float32
 
 
+def vectorized_half_products() -> bool:
+    """Whether ATen's CPU kernels run with AVX2 or AVX-512 (x86; not with ATEN_CPU_CAPABILITY=default), where its
+    float16 matrix-vector product converts and sums in SIMD registers: there a float16 weight is read at half
+    float32's bytes and the product runs 3-5x faster for weights larger than the cache; its scalar kernel is 2x
+    slower than float32's (measured for Tacotron 2's decoder, tacotron2/RESULTS.md)."""
+    return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+
+
 def cpu_description() -> str:
     """lscpu's model name and the flags that decide which kernels run."""
     model, flags = platform.processor() or "unknown CPU", set()

@@ -10,8 +10,9 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
 
   tacotron2-infer    >= 2x    Tacotron 2 alone, batch 1, 128 characters, 400 decoder steps (gate held shut): eager
                               (the reference decoder step), torchscript (the reference step through TorchScript:
-                              --no-fast-decoder on the CPU), fast (--fast-decoder, the CPU's default), compiled
-                              (--compile), int8 (--quantize int8 --no-fast-decoder: the reference step with int8
+                              --no-fast-decoder on the CPU), fast (--fast-decoder --no-half-lstm-weights),
+                              fast-fp16 (the fast step with its LSTMs' weights in float16: the CPU's default),
+                              compiled (--compile), int8 (--quantize int8 --no-fast-decoder: the reference step with int8
                               LSTMs and linear layers), fast-int8 (--quantize int8: the fast step's merged products in
                               int8 too)
   hifigan-infer      >= 1.5x  the HiFi-GAN v1 generator, batch 1, 400 mel frames (4.6 s), weight norm folded as
@@ -62,7 +63,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import train
-from common.cpu import native_bf16
+from common.cpu import native_bf16, vectorized_half_products
 from common.registry import get_recipe
 from common.trainer import Trainer
 from hifigan.model import PRESETS, Generator
@@ -77,7 +78,7 @@ WANTED_RATIO = {"tacotron2-infer": 2.0, "hifigan-infer": 1.5, "wav2vec2-infer": 
                 "wav2vec2-pretrain": 1.3, "waveglow-infer": None}
 TARGETS = tuple(WANTED_RATIO)
 # target -> the path a user gets on the CPU without a flag (the recognizer: bf16 where the CPU has it natively)
-DEFAULT_PATH = {"tacotron2-infer": "fast", "hifigan-infer": "fast",
+DEFAULT_PATH = {"tacotron2-infer": "fast-fp16" if vectorized_half_products() else "fast", "hifigan-infer": "fast",
                 "wav2vec2-infer": "bf16" if native_bf16() else "eager",
                 "hifigan-train": "default", "wav2vec2-pretrain": "default", "waveglow-infer": "fast"}
 AT_THE_LIMIT = 0.70  # share of the measured peak from which a compute-bound workload counts as at the limit
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     folder = Path(scratch.name)
     builders = {
         "tacotron2-infer": lambda: benchmark_speed.tacotron2_inference(sizes.speed, "fp32",
-                                                                       ["eager", "torchscript", "fast", *compiled,
+                                                                       ["eager", "torchscript", "fast", "fast-fp16", *compiled,
                                                                         "int8", "fast-int8", *bf16]),
         "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", "fast", *compiled, *bf16]),
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",

@@ -118,8 +118,9 @@ def tacotron2_for(path: str, sizes: Sizes, state_dict: dict | None = None) -> Ta
     model = Tacotron2(**sizes.tacotron2)
     if state_dict is not None:
         model.load_state_dict(state_dict)
-    if path in ("fast", "bf16"):  # bf16: the fast decoder under bf16 autocast (--bf16 on the CPU's default path)
+    if path in ("fast", "bf16", "fast-fp16"):  # bf16: the fast decoder under bf16 autocast (--bf16)
         model.decoder.fast = True
+        model.decoder.half_lstm_weights = path == "fast-fp16"  # the CPU's default (--half-lstm-weights)
     elif path == "compiled":
         model.decoder.compile_step()
     elif path in ("int8", "fast-int8"):  # --quantize int8 (with --fast-decoder): int8 LSTMs and linear layers

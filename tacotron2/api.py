@@ -28,6 +28,7 @@ from common.arguments import (config_from_args, flag, non_negative_float, non_ne
                               positive_int)
 from common.audio import LOG_CLAMP_MIN, AudioParams
 from common.checkpoint import load_checkpoint
+from common.cpu import vectorized_half_products
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
 from common.layers import lengths_to_mask
@@ -39,7 +40,7 @@ from common.vocoder import (VocoderSettings, is_griffin_lim, load_vocoder, vocod
                             vocoder_settings_from_args, vocoder_settings_of_options)
 from tacotron2.alignment import alignment_health
 from tacotron2.cuda_graphs import use_cuda_graphs
-from tacotron2.model import max_steps_warnings_silenced
+from tacotron2.model import HALF_LSTM_WEIGHTS_MAX_BATCH, max_steps_warnings_silenced
 from tacotron2.recipe import RECIPE
 
 
@@ -55,6 +56,11 @@ class SynthesisSettings:
                                             "(default: on with --cpu, where it is faster than the reference step, "
                                             "unless --torchscript; off on a GPU, where it is slower)",
                                      action=argparse.BooleanOptionalAction)
+    half_lstm_weights: bool | None = flag(
+        None, "the fast decoder reads its two LSTMs' weights in float16 when it decodes one or two utterances at once "
+              "(products summed in float32; about 3x faster at NVIDIA's size, the mel within 1e-4 of float32's: "
+              "tacotron2/RESULTS.md; default: on with the fast decoder in float32 on a CPU with AVX2 or AVX-512)",
+        action=argparse.BooleanOptionalAction)
     cuda_graphs: bool = flag(False, "replay the decoder's steps from CUDA graphs, 16 steps a launch "
                                     "(tacotron2/cuda_graphs.py; a GPU only; implies --fast-decoder)",
                              action=argparse.BooleanOptionalAction)
@@ -104,6 +110,22 @@ def default_fast_decoder(settings: SynthesisSettings, device: torch.device) -> b
     if settings.fast_decoder is not None:
         return settings.fast_decoder
     return device.type == "cpu" and not settings.torchscript
+
+
+def default_half_lstm_weights(settings: SynthesisSettings, device: torch.device, dtype: torch.dtype,
+                              fast_decoder: bool, quantized: bool) -> bool:
+    """--half-lstm-weights as given, or by default where it is faster: the eager fast decoder (not compiled, not
+    int8) in float32 on a CPU whose ATen kernels are vectorized (common/cpu.py: vectorized_half_products)."""
+    conflicts = [(device.type != "cpu", "a GPU (it is a CPU path: add --cpu)"),
+                 (not fast_decoder, "--no-fast-decoder (it is the fast decoder's)"),
+                 (settings.compile, "--compile"), (quantized, "--quantize int8 (its LSTMs are int8)"),
+                 (dtype != torch.float32, "--amp or --bf16 (it is for float32 synthesis)")]
+    conflict = next((reason for found, reason in conflicts if found), None)
+    if settings.half_lstm_weights is None:
+        return conflict is None and vectorized_half_products()
+    if settings.half_lstm_weights and conflict is not None:
+        raise UserError(f"--half-lstm-weights cannot be combined with {conflict}: drop one of them")
+    return settings.half_lstm_weights
 
 
 def quantize_tacotron2(model: torch.nn.Module, fast_decoder: bool) -> None:
@@ -211,6 +233,8 @@ class Synthesizer:
             self.tacotron2.decoder.compile_step()
         else:
             self.tacotron2.decoder.fast = fast_decoder
+        self.tacotron2.decoder.half_lstm_weights = default_half_lstm_weights(settings, self.device, self.dtype,
+                                                                            fast_decoder, quantized)
         if settings.cuda_graphs:
             use_cuda_graphs(self.tacotron2.decoder)
         if quantized:
@@ -224,6 +248,12 @@ class Synthesizer:
         use_torchscript = (settings.torchscript if settings.torchscript is not None
                            else self.device.type == "cpu" and not fast and not quantized)
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
+        # What the run's log calls the decoder path taken
+        self.decoder_path = ", ".join(
+            ["compiled fast step" if settings.compile else "fast step" if fast else "reference step"]
+            + ["TorchScript"] * use_torchscript + ["int8"] * quantized
+            + [f"float16 LSTM weights up to {HALF_LSTM_WEIGHTS_MAX_BATCH} utterances"]
+            * self.tacotron2.decoder.half_lstm_weights)
         self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
 
     @classmethod
@@ -241,7 +271,7 @@ class Synthesizer:
         prefix. device: default the GPU if there is one. precision: fp32, fp16 or bf16. batch_size: utterances
         synthesized together. options: a SynthesisSettings field or a setting of the vocoder (its flag's Python
         name), e.g. max_decoder_steps=1000 (default: the checkpoint's), torchscript=False, fast_decoder=True,
-        quantize="int8" (CPU only: common/quantization.py), compile=True; sigma_infer=0.6, wn_channels=256
+        half_lstm_weights=False, quantize="int8" (CPU only: common/quantization.py), compile=True; sigma_infer=0.6, wn_channels=256
         (WaveGlow), hifigan_config="config_v1.json", ema=True (HiFi-GAN), denoising_strength=0.01 (the default of
         synthesize's denoise), griffin_lim_iters=60 (default 32)."""
         device, dtype = api_device(device), api_dtype(precision)

@@ -30,7 +30,8 @@ What differs from NVIDIA's code (all of it fixes):
 
 Speed. `Decoder.step` is the decoder as the paper and NVIDIA write it, and `forward` and `infer` run it by default.
 `Decoder.fast = True` (--fast-decoder, or --compile) runs the same computation rearranged, equal to rounding: see
-"The fast decoder" below. Inference never synchronises with the host per step on a GPU (see Decoder.infer), and
+"The fast decoder" below. `Decoder.half_lstm_weights = True` (--half-lstm-weights, the CPU's default) has the fast
+decoder read its two LSTMs' weights in float16 when it decodes one or two utterances: see HALF_LSTM_WEIGHTS_MAX_BATCH. Inference never synchronises with the host per step on a GPU (see Decoder.infer), and
 `tacotron2.cuda_graphs.use_cuda_graphs(decoder)` (--cuda-graphs) replays its fast steps from CUDA graphs.
 
 Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
@@ -200,6 +201,22 @@ def location_sensitive_attention(query: Tensor, previous_weights: Tensor, query_
     return context, weights
 
 
+def held_weight_linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """F.linear for a float32 x and a weight held in float32, or in float16 (Decoder.half_lstm_weights): then x is
+    rounded to float16 too and the product, summed in float32 by ATen's CPU kernels, comes back in float32."""
+    if weight.dtype == x.dtype:
+        return F.linear(x, weight, bias)
+    return F.linear(x.to(weight.dtype), weight).to(x.dtype) + bias
+
+
+# Decoder.half_lstm_weights applies to batches of at most this many utterances. At one utterance a step's products
+# are matrix-vector products, and reading the weights from memory is what they take: NVIDIA's LSTMs hold 68 MiB of
+# float32 weights, and in float16 the whole decoder runs 2.9-3.5x faster (tacotron2/RESULTS.md, "Half-precision LSTM
+# weights"). ATen multiplies a float16 weight row by row, though, so from about four utterances on it is slower
+# than float32's matrix product (measured at 1, 2, 4, 8 utterances, on AVX-512 and with ATen held to AVX2).
+HALF_LSTM_WEIGHTS_MAX_BATCH = 2
+
+
 class FastStepWeights(NamedTuple):
     attention_lstm: Tensor  # (4 * attention_rnn_dim, prenet_dim + memory_dim + attention_rnn_dim): [W_ih | W_hh]
     attention_lstm_bias: Tensor  # b_ih + b_hh
@@ -233,7 +250,7 @@ def steps_after_text_end(max_frames_after_text_end: int, n_frames_per_step: int)
 
 def fast_inference_step(prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
                         padding: Tensor, weights: FastStepWeights, location_kernel_size: int, n_frames_per_step: int,
-                        n_mel_channels: int, linear=F.linear) -> Tuple[Tensor, Tensor, DecoderState]:
+                        n_mel_channels: int, linear=held_weight_linear) -> Tuple[Tensor, Tensor, DecoderState]:
     """Decoder.step at inference (no attention or decoder dropout), equal to rounding: each LSTM's two products
     are one, the frames' and the gate's projections are one. `linear` computes those three merged products
     (common/quantization.py's int8_linear for Decoder.quantize_fast_step's int8 weights)."""
@@ -365,6 +382,9 @@ class Decoder(nn.Module):
         self.fast = False
         self.step_functions = EAGER_STEP_FUNCTIONS
         self.int8_step_weights = None  # quantize_fast_step's packed weights, which the fast step then reads
+        # Whether the fast decoder's inference reads its two LSTMs' merged weights in float16 at batches of at most
+        # HALF_LSTM_WEIGHTS_MAX_BATCH utterances (float32 inference, eager fast step). A run-time choice, like fast.
+        self.half_lstm_weights = False
         # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
         # up to this many - 1 steps are decoded past the last stop and cut off.
         self.accelerator_stop_check_interval = 16
@@ -511,22 +531,35 @@ class Decoder(nn.Module):
         return mel_out[:, :n_frames].transpose(1, 2), gate, torch.stack(alignments, dim=1)
 
     @torch.jit.unused
-    def fast_step_weights(self) -> FastStepWeights:
+    def fast_step_weights(self, half_lstm: bool = False) -> FastStepWeights:
         """The weights fast_step reads, merged once per inference call (a few milliseconds for NVIDIA's size), or
-        once for all by quantize_fast_step."""
+        once for all by quantize_fast_step; with half_lstm, the two LSTMs' weights in float16 (held_weight_linear
+        computes their products)."""
         if self.int8_step_weights is not None:
             return self.int8_step_weights
         attention_rnn, decoder_rnn, attention = self.attention_rnn, self.decoder_rnn, self.attention_layer
+
+        def lstm_weight(cell: nn.LSTMCell) -> Tensor:  # [W_ih | W_hh]; in float16, rounded before the copy
+            if half_lstm:
+                return torch.cat([cell.weight_ih.detach().half(), cell.weight_hh.detach().half()], dim=1)
+            return torch.cat([cell.weight_ih, cell.weight_hh], dim=1)
+
         return FastStepWeights(
-            attention_lstm=torch.cat([attention_rnn.weight_ih, attention_rnn.weight_hh], dim=1),
+            attention_lstm=lstm_weight(attention_rnn),
             attention_lstm_bias=attention_rnn.bias_ih + attention_rnn.bias_hh,
             query=attention.query_layer.linear_layer.weight,
             location=attention.location_layer.merged_weight(),
             energy=attention.v.linear_layer.weight,
-            decoder_lstm=torch.cat([decoder_rnn.weight_ih, decoder_rnn.weight_hh], dim=1),
+            decoder_lstm=lstm_weight(decoder_rnn),
             decoder_lstm_bias=decoder_rnn.bias_ih + decoder_rnn.bias_hh,
             projection=torch.cat([self.linear_projection.linear_layer.weight, self.gate_layer.linear_layer.weight]),
             projection_bias=torch.cat([self.linear_projection.linear_layer.bias, self.gate_layer.linear_layer.bias]))
+
+    @torch.jit.unused
+    def inference_step_weights(self, batch_size: int) -> FastStepWeights:
+        """fast_step_weights for decoding batch_size utterances: half_lstm_weights holds up to
+        HALF_LSTM_WEIGHTS_MAX_BATCH."""
+        return self.fast_step_weights(half_lstm=self.half_lstm_weights and batch_size <= HALF_LSTM_WEIGHTS_MAX_BATCH)
 
     @torch.jit.unused
     def fast_step(self, prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,
@@ -565,7 +598,7 @@ class Decoder(nn.Module):
         last_symbol = text_lengths - 1
         steps_at_text_end = torch.zeros(batch, dtype=torch.long, device=memory.device)
         fast = self.fast and not self.training  # the fast step has no attention or decoder dropout
-        weights = self.fast_step_weights() if fast else None
+        weights = self.inference_step_weights(batch) if fast else None
         frames = alignments = torch.empty(0)  # (max_steps, B, r, n_mel) and (max_steps, B, T_in), from step 0's dtype
         steps_run = 0
         for s in range(max_steps):

@@ -426,6 +426,10 @@ MISTAKES = {
     "a batch of no phrases": Mistake(
         "inference.py", lambda w: synthesize(w, None, "-bs", "0"),
         line("error: --batch-size must be at least 1, got 0")),
+    "float16 LSTM weights asked of the reference decoder": Mistake(
+        "inference.py", lambda w: synthesize(w, None, "--cpu", "--no-fast-decoder", "--half-lstm-weights"),
+        line("error: --half-lstm-weights cannot be combined with --no-fast-decoder (it is the fast decoder's): drop "
+             "one of them")),
     "a truncated Tacotron 2 checkpoint": Mistake(
         "inference.py", lambda w: synthesize(w, None, "--tacotron2", w.truncated),
         lambda w: re.compile(re.escape(f"error: cannot read checkpoint --tacotron2 {w.truncated}: the file is "

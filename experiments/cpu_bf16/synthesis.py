@@ -3,13 +3,13 @@ how far the mels move, and whether Moonshine base, which nobody here trained, he
 
     python -m experiments.cpu_bf16.synthesis --tacotron2 output/demo/checkpoint_Tacotron2_last.pt \
         --vocoder output/demo/melinverter/checkpoint_MelInverter_last.pt --texts output/demo/everyday_plain.txt \
-        [--variants fp32 bf16 int8] [--seeds 1234 1 2]
+        [--variants fp32 bf16 int8 fp16-lstm] [--seeds 1234 1 2]
 
-Every line is synthesized alone (batch 1) in each variant (fp32; bf16: --bf16; int8: --quantize int8) at each seed,
-the variants taking turns line by line so that a change in the machine's load falls on all of them; Tacotron 2 runs
-its CPU default decoder. fp32 at several seeds says how far a change of seed alone (the prenet's dropout) moves
-Moonshine's CER: the yardstick for the others. The vocoder is also run alone in each precision on fp32's own mels.
-Printed (and written with --json): per variant and seed the seconds of each stage, the lines that ran to
+Every line is synthesized alone (batch 1) in each variant (fp32: the fast decoder all in float32,
+--no-half-lstm-weights; bf16: --bf16; int8: --quantize int8; fp16-lstm: --half-lstm-weights, the CPU's default) at
+each seed, the variants taking turns line by line so that a change in the machine's load falls on all of them. fp32
+at several seeds says how far a change of seed alone (the prenet's dropout) moves Moonshine's CER: the yardstick for
+the others. The vocoder is also run alone in each precision on fp32's own mels. Printed (and written with --json): per variant and seed the seconds of each stage, the lines that ran to
 --max-decoder-steps, the mean alignment score and Moonshine's CER and WER; per variant how its mels differ from fp32's
 at the same seed (lengths, and values over the frames both have).
 """
@@ -30,8 +30,9 @@ from common.inference_args import autocast
 from scripts.intelligibility import evaluate_with_moonshine, numbered_lines
 from tacotron2.api import Synthesizer
 
-VARIANTS = {"fp32": {"precision": "fp32"}, "bf16": {"precision": "bf16"},
-            "int8": {"precision": "fp32", "quantize": "int8"}}
+VARIANTS = {"fp32": {"precision": "fp32", "half_lstm_weights": False}, "bf16": {"precision": "bf16"},
+            "int8": {"precision": "fp32", "quantize": "int8"},
+            "fp16-lstm": {"precision": "fp32", "half_lstm_weights": True}}
 
 
 def synthesize_in_turn(synthesizers: dict[str, Synthesizer], lines: dict[int, str], seed: int) -> dict[str, list]:

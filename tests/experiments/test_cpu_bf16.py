@@ -16,11 +16,11 @@ def test_synthesis_reports_each_variant_and_seed_against_fp32(tacotron2_checkpoi
     report = synthesis.main(["--tacotron2", str(tacotron2_checkpoint), "--texts", str(texts), "--seeds", "1", "2",
                              "--no-judge", "--json", str(tmp_path / "report.json")])
     assert [(run["variant"], run["seed"]) for run in report["runs"]] == [
-        (variant, seed) for seed in (1, 2) for variant in ("fp32", "bf16", "int8")]
+        (variant, seed) for seed in (1, 2) for variant in ("fp32", "bf16", "int8", "fp16-lstm")]
     for run in report["runs"]:
         assert run["tacotron2_seconds"] > 0 and run["mel_frames"] > 0
         assert ("mels_against_fp32" in run) == (run["variant"] != "fp32")
-    assert set(report["vocoder_alone_seconds"]) == {"fp32", "bf16", "int8"}
+    assert set(report["vocoder_alone_seconds"]) == {"fp32", "bf16", "int8", "fp16-lstm"}
     assert json.loads((tmp_path / "report.json").read_text()) == report
 
 

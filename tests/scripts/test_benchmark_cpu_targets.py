@@ -12,7 +12,7 @@ def test_quick_run_prints_every_target_with_its_ratio_and_verdict(tmp_path, caps
     rows = benchmark_cpu_targets.main(["--quick", "--no-compile", "--bf16", "off", "--threads", "1",
                                        "--json", str(tmp_path / "rows.json"), "--profile", "hifigan-infer"])
     printed = capsys.readouterr().out
-    paths = {"tacotron2-infer": ["eager", "torchscript", "fast", "int8", "fast-int8"],
+    paths = {"tacotron2-infer": ["eager", "torchscript", "fast", "fast-fp16", "int8", "fast-int8"],
              "hifigan-infer": ["eager", "fast"],
              "wav2vec2-infer": ["eager", "int8"], "hifigan-train": ["eager", "default"],
              "wav2vec2-pretrain": ["eager", "default"],

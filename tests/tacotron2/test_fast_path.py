@@ -5,6 +5,8 @@
 - The fast decoder (--fast-decoder) equals the reference step to rounding, in training (outputs and every gradient)
   and in inference; its StepwiseLinear gives autograd's weight gradient from one product.
 - torch.compile'd steps (--compile) equal the eager ones within 1e-5.
+- The LSTMs' weights in float16 (--half-lstm-weights, the CPU's default) keep the mel within 1e-3 of float32's, for
+  batches of one or two utterances, and leave larger batches exactly as they were.
 """
 import argparse
 import gc
@@ -18,9 +20,10 @@ import train
 from common.errors import UserError
 from common.text import TextProcessor
 from scripts.benchmark_pipeline import random_checkpoint
+from tacotron2.api import SynthesisSettings, default_half_lstm_weights
 from tacotron2.inference import Synthesizer
 from tacotron2.loss_function import Tacotron2Loss
-from tacotron2.model import EAGER_STEP_FUNCTIONS, StepwiseLinear
+from tacotron2.model import EAGER_STEP_FUNCTIONS, HALF_LSTM_WEIGHTS_MAX_BATCH, StepwiseLinear
 from tacotron2.recipe import RECIPE
 from tests.tacotron2.tiny_tacotron2 import TINY, iteration_losses, padded_text, tiny_model, train_args, training_batch
 
@@ -161,6 +164,60 @@ def test_fast_inference_step_equals_the_reference_to_rounding(r):
     torch.testing.assert_close(results[True].alignments, results[False].alignments, **TOLERANCE)
 
 
+HALF_TOLERANCE = dict(atol=1e-3, rtol=0)  # measured: 2e-4 at most on this tiny model (mel values up to 1.4)
+
+
+@pytest.mark.parametrize("r", [1, 2])
+def test_half_lstm_weights_keep_the_mel_near_float32_for_one_or_two_utterances(r):
+    model = tiny_model(n_frames_per_step=r).eval()
+    stop_on_reaching_the_last_symbol(model, threshold=0.6)
+    model.decoder.fast = True
+    for lengths_of_batch in ([3], [3, 8], [3, 8, 5]):
+        text, lengths = padded_text(lengths_of_batch)
+        results = {}
+        for half in (False, True):
+            model.decoder.half_lstm_weights = half
+            results[half] = model.infer(text, lengths, max_decoder_steps=40,
+                                        generator=torch.Generator().manual_seed(4))
+        held = model.decoder.inference_step_weights(len(lengths_of_batch))
+        in_half = len(lengths_of_batch) <= HALF_LSTM_WEIGHTS_MAX_BATCH
+        assert held.attention_lstm.dtype == held.decoder_lstm.dtype == (torch.float16 if in_half else torch.float32)
+        assert held.projection.dtype == torch.float32  # the small products stay float32
+        assert torch.equal(results[True].mel_lengths, results[False].mel_lengths)
+        if in_half:
+            assert not torch.equal(results[True].mel, results[False].mel)  # the float16 products did run
+            torch.testing.assert_close(results[True].mel, results[False].mel, **HALF_TOLERANCE)
+        else:
+            assert torch.equal(results[True].mel, results[False].mel)
+    model.decoder.quantize_fast_step()  # int8 packs the float32 weights, whatever half_lstm_weights says
+    assert model.decoder.inference_step_weights(1) is model.decoder.int8_step_weights
+
+
+CPU, GPU = torch.device("cpu"), torch.device("cuda")
+
+
+@pytest.mark.parametrize("device, dtype, fast_decoder, compiled, quantized, default", [
+    (CPU, torch.float32, True, False, False, True), (GPU, torch.float32, True, False, False, False),
+    (CPU, torch.bfloat16, True, False, False, False), (CPU, torch.float32, False, False, False, False),
+    (CPU, torch.float32, True, True, False, False), (CPU, torch.float32, True, False, True, False)])
+def test_half_lstm_weights_are_the_default_only_on_the_eager_fast_float32_cpu_path(device, dtype, fast_decoder,
+                                                                                  compiled, quantized, default,
+                                                                                  monkeypatch):
+    monkeypatch.setattr("tacotron2.api.vectorized_half_products", lambda: True)
+    settings = SynthesisSettings(compile=compiled)
+    assert default_half_lstm_weights(settings, device, dtype, fast_decoder, quantized) == default
+    asked = SynthesisSettings(compile=compiled, half_lstm_weights=True)
+    if default:
+        assert default_half_lstm_weights(asked, device, dtype, fast_decoder, quantized)
+    else:
+        with pytest.raises(UserError, match="--half-lstm-weights cannot be combined with .*: drop one of them"):
+            default_half_lstm_weights(asked, device, dtype, fast_decoder, quantized)
+    off = SynthesisSettings(compile=compiled, half_lstm_weights=False)
+    assert not default_half_lstm_weights(off, device, dtype, fast_decoder, quantized)
+    monkeypatch.setattr("tacotron2.api.vectorized_half_products", lambda: False)  # ATen's scalar kernels
+    assert not default_half_lstm_weights(settings, device, dtype, fast_decoder, quantized)
+
+
 def test_the_fast_step_is_for_inference_only():
     """In training mode infer runs the reference step: the fast step has no attention or decoder dropout."""
     model = tiny_model()
@@ -277,7 +334,7 @@ def test_train_py_with_the_fast_decoder_follows_the_reference_curve(synthetic_co
 
 
 @pytest.mark.slow
-def test_inference_py_s_cpu_default_is_the_fast_decoder_equal_to_the_reference_and_refuses_torchscript(tmp_path):
+def test_inference_py_s_cpu_default_is_the_fast_decoder_near_the_reference_and_refuses_torchscript(tmp_path):
     config = dict(TINY, n_symbols=TextProcessor().n_symbols, n_mel_channels=80)
     checkpoint = random_checkpoint("Tacotron2", config, tmp_path)
     phrases = tmp_path / "phrases.txt"
@@ -291,14 +348,21 @@ def test_inference_py_s_cpu_default_is_the_fast_decoder_equal_to_the_reference_a
         batch = synthesizer.synthesize_batch(["Hello world.", "A longer sentence comes second."], ["a", "b"], seed=3,
                                              warn_max_steps=False)
         scripted = isinstance(synthesizer.infer, torch._C.ScriptMethod)
-        return batch, (synthesizer.tacotron2.decoder.fast, scripted)
+        decoder = synthesizer.tacotron2.decoder
+        return batch, (decoder.fast, decoder.half_lstm_weights, scripted)
 
-    fast, fast_path = synthesize()  # the CPU's default
+    half = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")  # common/cpu.py's rule
+    default, default_path = synthesize()  # the CPU's default: the fast step, its LSTMs in float16 where vectorized
     reference, reference_path = synthesize("--no-fast-decoder")  # the reference step, through TorchScript
-    assert fast_path == (True, False) and reference_path == (False, True)
-    assert synthesize("--torchscript")[1] == (False, True)  # --torchscript alone asks for the reference step
-    assert synthesize("--fast-decoder")[1] == fast_path
-    assert torch.equal(fast["mel_lengths"], reference["mel_lengths"])
-    torch.testing.assert_close(fast["mel"], reference["mel"], **TOLERANCE)
+    fast, fast_path = synthesize("--no-half-lstm-weights")
+    assert default_path == (True, half, False) and fast_path == (True, False, False)
+    assert reference_path == (False, False, True)
+    assert synthesize("--torchscript")[1] == (False, False, True)  # --torchscript alone asks for the reference step
+    assert synthesize("--fast-decoder")[1] == default_path
+    for result, tolerance in ((fast, TOLERANCE), (default, HALF_TOLERANCE)):
+        assert torch.equal(result["mel_lengths"], reference["mel_lengths"])
+        torch.testing.assert_close(result["mel"], reference["mel"], **tolerance)
+    with pytest.raises(UserError, match="--half-lstm-weights cannot be combined with --no-fast-decoder"):
+        synthesize("--no-fast-decoder", "--half-lstm-weights")
     with pytest.raises(UserError, match="--torchscript .* --fast-decoder"):
         synthesize("--fast-decoder", "--torchscript")

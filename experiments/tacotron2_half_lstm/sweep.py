@@ -1,0 +1,93 @@
+"""The fast decoder with its two LSTMs' weights in float16 (Decoder.half_lstm_weights) against float32, over the
+LSTMs' size and the batch: where the float16 weights pay, and from which batch they stop paying.
+
+    python -m experiments.tacotron2_half_lstm.sweep [--rnn-dims 256 512 768 1024] [--batches 1 2 4 8] [--json F]
+    ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 python -m experiments.tacotron2_half_lstm.sweep   # AVX2 kernels
+
+Random weights (the time does not depend on them), NVIDIA's architecture with both LSTMs at each --rnn-dims (256 with
+the demo preset's other sizes: the demo's model), batch of copies of scripts/benchmark_speed.py's phrase, the gate
+held shut so that every run decodes --steps steps. Each row: the median of --repeats calls of each way, the two
+taking turns; the largest absolute mel difference between them. To measure above HALF_LSTM_WEIGHTS_MAX_BATCH the
+sweep lifts it: inference itself keeps float32 weights there.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import tacotron2.model as tacotron2_model
+from common.cpu import cpu_description
+from scripts.benchmark_speed import hold_gate_shut, text_ids
+from tacotron2.model import Tacotron2, max_steps_warnings_silenced
+
+DEMO_SIZES = dict(symbols_embedding_dim=128, encoder_embedding_dim=128, encoder_n_convolutions=2, prenet_dim=128,
+                  attention_dim=64, attention_location_n_filters=16, postnet_embedding_dim=128,
+                  postnet_n_convolutions=3, n_frames_per_step=3)  # configs/tacotron2_demo.json's model
+
+
+def model_with(rnn_dim: int) -> Tacotron2:
+    torch.manual_seed(0)
+    sizes = DEMO_SIZES if rnn_dim == 256 else {}
+    model = Tacotron2(**sizes, attention_rnn_dim=rnn_dim, decoder_rnn_dim=rnn_dim)
+    hold_gate_shut(model)
+    model.eval().decoder.fast = True
+    return model
+
+
+def decode(model: Tacotron2, batch: int, steps: int, half: bool) -> torch.Tensor:
+    text, lengths = text_ids()
+    model.decoder.half_lstm_weights = half
+    with torch.inference_mode(), max_steps_warnings_silenced():
+        return model.infer(text.repeat(batch, 1), lengths.repeat(batch), max_decoder_steps=steps,
+                           max_frames_after_text_end=0, generator=torch.Generator().manual_seed(0)).mel
+
+
+def row(rnn_dim: int, batch: int, steps: int, repeats: int) -> dict:
+    model = model_with(rnn_dim)
+    seconds = {False: [], True: []}
+    mels = {half: decode(model, batch, steps, half) for half in (False, True)}  # also the warm-up
+    for _ in range(repeats):
+        for half in (False, True):
+            start = time.perf_counter()
+            decode(model, batch, steps, half)
+            seconds[half].append(time.perf_counter() - start)
+    float32, float16 = statistics.median(seconds[False]), statistics.median(seconds[True])
+    lstm_bytes = sum(cell.weight_ih.numel() + cell.weight_hh.numel()
+                     for cell in (model.decoder.attention_rnn, model.decoder.decoder_rnn)) * 4
+    return {"rnn_dim": rnn_dim, "batch": batch, "lstm_weights_mib_float32": lstm_bytes / 2**20,
+            "float32_seconds": float32, "float16_seconds": float16, "speedup": float32 / float16,
+            "mel_max_abs_difference": float((mels[True] - mels[False]).abs().max())}
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rnn-dims", nargs="+", type=int, default=[256, 512, 768, 1024])
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 2, 4, 8])
+    parser.add_argument("--steps", type=int, default=200, help="decoder steps per call")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    print(f"{cpu_description()}; torch {torch.__version__}, {torch.get_num_threads()} threads, ATen "
+          f"{torch.backends.cpu.get_cpu_capability()}", flush=True)
+    rows, limit = [], tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH
+    tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH = max(args.batches)  # measured beyond inference's own limit
+    try:
+        for rnn_dim in args.rnn_dims:
+            for batch in args.batches:
+                rows.append(row(rnn_dim, batch, args.steps, args.repeats))
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH = limit
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"cpu": cpu_description(), "rows": rows}, indent=1) + "\n")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

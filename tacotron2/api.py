@@ -28,7 +28,7 @@ from common.arguments import (config_from_args, flag, non_negative_float, non_ne
                               positive_int)
 from common.audio import LOG_CLAMP_MIN, AudioParams
 from common.checkpoint import load_checkpoint
-from common.cpu import vectorized_half_products
+from common.cpu import native_bf16, vectorized_half_products
 from common.errors import UserError
 from common.inference_args import Stopwatch, autocast, inference_device, inference_dtype
 from common.layers import lengths_to_mask
@@ -57,9 +57,10 @@ class SynthesisSettings:
                                             "unless --torchscript; off on a GPU, where it is slower)",
                                      action=argparse.BooleanOptionalAction)
     half_lstm_weights: bool | None = flag(
-        None, "the fast decoder reads its two LSTMs' weights in float16 when it decodes one or two utterances at once "
-              "(products summed in float32; about 3x faster at NVIDIA's size, the mel within 1e-4 of float32's: "
-              "tacotron2/RESULTS.md; default: on with the fast decoder in float32 on a CPU with AVX2 or AVX-512)",
+        None, "the fast decoder reads its two LSTMs' weights in 16 bits: float16 when it decodes one or two utterances "
+              "at once, bf16 for more where the CPU computes bf16 natively (products summed in float32; about 3x "
+              "faster at NVIDIA's size, the mel moved by rounding: tacotron2/RESULTS.md; default: on with the fast "
+              "decoder in float32 on a CPU with AVX2 or AVX-512)",
         action=argparse.BooleanOptionalAction)
     cuda_graphs: bool = flag(False, "replay the decoder's steps from CUDA graphs, 16 steps a launch "
                                     "(tacotron2/cuda_graphs.py; a GPU only; implies --fast-decoder)",
@@ -235,6 +236,7 @@ class Synthesizer:
             self.tacotron2.decoder.fast = fast_decoder
         self.tacotron2.decoder.half_lstm_weights = default_half_lstm_weights(settings, self.device, self.dtype,
                                                                             fast_decoder, quantized)
+        self.tacotron2.decoder.native_bf16 = native_bf16()
         if settings.cuda_graphs:
             use_cuda_graphs(self.tacotron2.decoder)
         if quantized:
@@ -252,7 +254,8 @@ class Synthesizer:
         self.decoder_path = ", ".join(
             ["compiled fast step" if settings.compile else "fast step" if fast else "reference step"]
             + ["TorchScript"] * use_torchscript + ["int8"] * quantized
-            + [f"float16 LSTM weights up to {HALF_LSTM_WEIGHTS_MAX_BATCH} utterances"]
+            + [f"LSTM weights in float16 up to {HALF_LSTM_WEIGHTS_MAX_BATCH} utterances"
+               + (", in bf16 beyond" if self.tacotron2.decoder.native_bf16 else "")]
             * self.tacotron2.decoder.half_lstm_weights)
         self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
 

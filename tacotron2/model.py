@@ -31,7 +31,8 @@ What differs from NVIDIA's code (all of it fixes):
 Speed. `Decoder.step` is the decoder as the paper and NVIDIA write it, and `forward` and `infer` run it by default.
 `Decoder.fast = True` (--fast-decoder, or --compile) runs the same computation rearranged, equal to rounding: see
 "The fast decoder" below. `Decoder.half_lstm_weights = True` (--half-lstm-weights, the CPU's default) has the fast
-decoder read its two LSTMs' weights in float16 when it decodes one or two utterances: see HALF_LSTM_WEIGHTS_MAX_BATCH. Inference never synchronises with the host per step on a GPU (see Decoder.infer), and
+decoder's inference read its two LSTMs' weights in 16 bits: see Decoder.lstm_weight_dtype. Inference never
+synchronises with the host per step on a GPU (see Decoder.infer), and
 `tacotron2.cuda_graphs.use_cuda_graphs(decoder)` (--cuda-graphs) replays its fast steps from CUDA graphs.
 
 Reproducing NVIDIA's numbers for the same weights: load their state dict, call `model.eval()` and replace the
@@ -202,18 +203,20 @@ def location_sensitive_attention(query: Tensor, previous_weights: Tensor, query_
 
 
 def held_weight_linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
-    """F.linear for a float32 x and a weight held in float32, or in float16 (Decoder.half_lstm_weights): then x is
-    rounded to float16 too and the product, summed in float32 by ATen's CPU kernels, comes back in float32."""
+    """F.linear for a float32 x and a weight held in float32, or in 16 bits (Decoder.half_lstm_weights): then x is
+    rounded to the weight's dtype too and the product, summed in float32 by ATen's and oneDNN's CPU kernels, comes back
+    in float32."""
     if weight.dtype == x.dtype:
         return F.linear(x, weight, bias)
     return F.linear(x.to(weight.dtype), weight).to(x.dtype) + bias
 
 
-# Decoder.half_lstm_weights applies to batches of at most this many utterances. At one utterance a step's products
-# are matrix-vector products, and reading the weights from memory is what they take: NVIDIA's LSTMs hold 68 MiB of
-# float32 weights, and in float16 the whole decoder runs 2.9-3.5x faster (tacotron2/RESULTS.md, "Half-precision LSTM
-# weights"). ATen multiplies a float16 weight row by row, though, so from about four utterances on it is slower
-# than float32's matrix product (measured at 1, 2, 4, 8 utterances, on AVX-512 and with ATen held to AVX2).
+# Decoder.half_lstm_weights holds the LSTMs' weights in float16 for batches of at most this many utterances. At one
+# utterance a step's products are matrix-vector products, and reading the weights from memory is what they take:
+# NVIDIA's LSTMs hold 68 MiB of float32 weights, and in float16 the whole decoder runs 2.6-4.1x faster
+# (experiments/tacotron2_half_lstm). ATen multiplies a float16 weight row by row, though, so from about four
+# utterances on it is slower than float32's matrix product; there oneDNN's bf16 products, where the CPU has them,
+# read the weights once for the batch (2.2-3.7x at NVIDIA's size from 4 to 16 utterances).
 HALF_LSTM_WEIGHTS_MAX_BATCH = 2
 
 
@@ -382,9 +385,11 @@ class Decoder(nn.Module):
         self.fast = False
         self.step_functions = EAGER_STEP_FUNCTIONS
         self.int8_step_weights = None  # quantize_fast_step's packed weights, which the fast step then reads
-        # Whether the fast decoder's inference reads its two LSTMs' merged weights in float16 at batches of at most
-        # HALF_LSTM_WEIGHTS_MAX_BATCH utterances (float32 inference, eager fast step). A run-time choice, like fast.
+        # Whether the fast decoder's inference reads its two LSTMs' merged weights in 16 bits (lstm_weight_dtype), and
+        # whether bf16 products are native here (for batches above HALF_LSTM_WEIGHTS_MAX_BATCH). Run-time choices,
+        # like fast, made by tacotron2/api.py for float32 inference through the eager fast step.
         self.half_lstm_weights = False
+        self.native_bf16 = False
         # Inference on a GPU reads "has every utterance stopped?" on the host once per this many steps (see infer);
         # up to this many - 1 steps are decoded past the last stop and cut off.
         self.accelerator_stop_check_interval = 16
@@ -531,17 +536,18 @@ class Decoder(nn.Module):
         return mel_out[:, :n_frames].transpose(1, 2), gate, torch.stack(alignments, dim=1)
 
     @torch.jit.unused
-    def fast_step_weights(self, half_lstm: bool = False) -> FastStepWeights:
+    def fast_step_weights(self, lstm_dtype: torch.dtype = torch.float32) -> FastStepWeights:
         """The weights fast_step reads, merged once per inference call (a few milliseconds for NVIDIA's size), or
-        once for all by quantize_fast_step; with half_lstm, the two LSTMs' weights in float16 (held_weight_linear
-        computes their products)."""
+        once for all by quantize_fast_step; the two LSTMs' weights in lstm_dtype (held_weight_linear computes their
+        products)."""
         if self.int8_step_weights is not None:
             return self.int8_step_weights
         attention_rnn, decoder_rnn, attention = self.attention_rnn, self.decoder_rnn, self.attention_layer
 
-        def lstm_weight(cell: nn.LSTMCell) -> Tensor:  # [W_ih | W_hh]; in float16, rounded before the copy
-            if half_lstm:
-                return torch.cat([cell.weight_ih.detach().half(), cell.weight_hh.detach().half()], dim=1)
+        def lstm_weight(cell: nn.LSTMCell) -> Tensor:  # [W_ih | W_hh]; in 16 bits, rounded before the copy
+            if lstm_dtype != torch.float32:
+                return torch.cat([cell.weight_ih.detach().to(lstm_dtype), cell.weight_hh.detach().to(lstm_dtype)],
+                                 dim=1)
             return torch.cat([cell.weight_ih, cell.weight_hh], dim=1)
 
         return FastStepWeights(
@@ -556,10 +562,19 @@ class Decoder(nn.Module):
             projection_bias=torch.cat([self.linear_projection.linear_layer.bias, self.gate_layer.linear_layer.bias]))
 
     @torch.jit.unused
+    def lstm_weight_dtype(self, batch_size: int) -> torch.dtype:
+        """What the LSTMs' weights are held in to decode batch_size utterances: with half_lstm_weights, float16 up to
+        HALF_LSTM_WEIGHTS_MAX_BATCH, bf16 above it where bf16 is native; float32 otherwise."""
+        if self.half_lstm_weights and batch_size <= HALF_LSTM_WEIGHTS_MAX_BATCH:
+            return torch.float16
+        if self.half_lstm_weights and self.native_bf16:
+            return torch.bfloat16
+        return torch.float32
+
+    @torch.jit.unused
     def inference_step_weights(self, batch_size: int) -> FastStepWeights:
-        """fast_step_weights for decoding batch_size utterances: half_lstm_weights holds up to
-        HALF_LSTM_WEIGHTS_MAX_BATCH."""
-        return self.fast_step_weights(half_lstm=self.half_lstm_weights and batch_size <= HALF_LSTM_WEIGHTS_MAX_BATCH)
+        """fast_step_weights for decoding batch_size utterances (lstm_weight_dtype)."""
+        return self.fast_step_weights(self.lstm_weight_dtype(batch_size))
 
     @torch.jit.unused
     def fast_step(self, prenet_output: Tensor, state: DecoderState, memory: Tensor, processed_memory: Tensor,

@@ -3,15 +3,16 @@ how far the mels move, and whether Moonshine base, which nobody here trained, he
 
     python -m experiments.cpu_bf16.synthesis --tacotron2 output/demo/checkpoint_Tacotron2_last.pt \
         --vocoder output/demo/melinverter/checkpoint_MelInverter_last.pt --texts output/demo/everyday_plain.txt \
-        [--variants fp32 bf16 int8 fp16-lstm] [--seeds 1234 1 2]
+        [--variants fp32 bf16 int8 fp16-lstm] [--seeds 1234 1 2] [--batch-size 8]
 
-Every line is synthesized alone (batch 1) in each variant (fp32: the fast decoder all in float32,
---no-half-lstm-weights; bf16: --bf16; int8: --quantize int8; fp16-lstm: --half-lstm-weights, the CPU's default) at
-each seed, the variants taking turns line by line so that a change in the machine's load falls on all of them. fp32
-at several seeds says how far a change of seed alone (the prenet's dropout) moves Moonshine's CER: the yardstick for
-the others. The vocoder is also run alone in each precision on fp32's own mels. Printed (and written with --json): per variant and seed the seconds of each stage, the lines that ran to
---max-decoder-steps, the mean alignment score and Moonshine's CER and WER; per variant how its mels differ from fp32's
-at the same seed (lengths, and values over the frames both have).
+Every line is synthesized alone (or in batches of --batch-size) in each variant (fp32: the fast decoder all in float32,
+--no-half-lstm-weights; bf16: --bf16; int8: --quantize int8; fp16-lstm: --half-lstm-weights, the CPU's default: 16-bit
+LSTM weights, float16 at one or two lines, bf16 at more where it is native) at each seed, the variants taking turns
+batch by batch so that a change in the machine's load falls on all of them. fp32 at several seeds says how far a
+change of seed alone (the prenet's dropout) moves Moonshine's CER: the yardstick for the others. The vocoder is also
+run alone in each precision on fp32's own mels. Printed (and written with --json): per variant and seed the seconds
+of each stage, the lines that ran to --max-decoder-steps, the mean alignment score and Moonshine's CER and WER; per
+variant how its mels differ from fp32's at the same seed (lengths, and values over the frames both have).
 """
 from __future__ import annotations
 
@@ -35,13 +36,23 @@ VARIANTS = {"fp32": {"precision": "fp32", "half_lstm_weights": False}, "bf16": {
             "fp16-lstm": {"precision": "fp32", "half_lstm_weights": True}}
 
 
-def synthesize_in_turn(synthesizers: dict[str, Synthesizer], lines: dict[int, str], seed: int) -> dict[str, list]:
-    """Each line in each variant, the variants taking turns: {variant: [synthesize_batch's result, ...]}."""
+def synthesize_in_turn(synthesizers: dict[str, Synthesizer], lines: dict[int, str], seed: int,
+                       batch_size: int = 1) -> dict[str, list]:
+    """The lines in batches of batch_size in each variant, the variants taking turns batch by batch: {variant:
+    [one result per line, as synthesize_batch gives a batch of one, its batch's timings shared out]}."""
     results = {name: [] for name in synthesizers}
-    for number, text in lines.items():
+    numbers = list(lines)
+    for first in range(0, len(numbers), batch_size):
+        batch = numbers[first:first + batch_size]
         for name, synthesizer in synthesizers.items():
-            results[name].append(synthesizer.synthesize_batch([text], [f"line {number}"], seed=seed,
-                                                              warn_max_steps=False))
+            result = synthesizer.synthesize_batch([lines[number] for number in batch],
+                                                  [f"line {number}" for number in batch], seed=seed,
+                                                  warn_max_steps=False)
+            for row in range(len(batch)):
+                results[name].append({
+                    **{key: result[key][row:row + 1] for key in ("mel", "mel_lengths", "audio", "audio_lengths")},
+                    "timings": {stage: seconds / len(batch) for stage, seconds in result["timings"].items()},
+                    "alignment_score": result["alignment_score"]})
     return results
 
 
@@ -93,12 +104,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--texts", required=True, type=Path, help="one line of text per utterance")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1234])
+    parser.add_argument("--batch-size", type=int, default=1, help="lines synthesized together (default 1: alone)")
     parser.add_argument("--no-judge", dest="judge", action="store_false", help="skip Moonshine's CER")
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = parser.parse_args(argv)
     names = ["fp32"] + [name for name in args.variants if name != "fp32"]
     lines = numbered_lines(args.texts)
-    synthesizers = {name: Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device="cpu", batch_size=1,
+    synthesizers = {name: Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device="cpu",
+                                                       batch_size=args.batch_size,
                                                        **VARIANTS[name]) for name in names}
     reference = synthesizers["fp32"]
     max_frames = ((reference.settings.max_decoder_steps or reference.tacotron2.max_decoder_steps)
@@ -109,9 +122,9 @@ def main(argv: list[str] | None = None) -> dict:
 
         judge = MoonshineJudge()
     report = {"cpu": cpu_description(), "native_bf16": native_bf16(), "threads": torch.get_num_threads(),
-              "lines": len(lines), "runs": []}
+              "lines": len(lines), "batch_size": args.batch_size, "runs": []}
     for seed in args.seeds:
-        results = synthesize_in_turn(synthesizers, lines, seed)
+        results = synthesize_in_turn(synthesizers, lines, seed, args.batch_size)
         for name in names:
             run = {"variant": name, "seed": seed, **summary(results[name], max_frames)}
             if name != "fp32":

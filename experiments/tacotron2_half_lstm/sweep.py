@@ -1,14 +1,15 @@
-"""The fast decoder with its two LSTMs' weights in float16 (Decoder.half_lstm_weights) against float32, over the
-LSTMs' size and the batch: where the float16 weights pay, and from which batch they stop paying.
+"""The fast decoder with its two LSTMs' weights in float16 and in bf16 (Decoder.half_lstm_weights) against float32,
+over the LSTMs' size and the batch: where each pays, and from which batch float16 stops paying.
 
-    python -m experiments.tacotron2_half_lstm.sweep [--rnn-dims 256 512 768 1024] [--batches 1 2 4 8] [--json F]
+    python -m experiments.tacotron2_half_lstm.sweep [--rnn-dims 256 512 768 1024] [--batches 1 2 4 8 16] [--json F]
     ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 python -m experiments.tacotron2_half_lstm.sweep   # AVX2 kernels
 
 Random weights (the time does not depend on them), NVIDIA's architecture with both LSTMs at each --rnn-dims (256 with
 the demo preset's other sizes: the demo's model), batch of copies of scripts/benchmark_speed.py's phrase, the gate
-held shut so that every run decodes --steps steps. Each row: the median of --repeats calls of each way, the two
-taking turns; the largest absolute mel difference between them. To measure above HALF_LSTM_WEIGHTS_MAX_BATCH the
-sweep lifts it: inference itself keeps float32 weights there.
+held shut so that every run decodes --steps steps. Each row: the median of --repeats calls of each way, the ways
+taking turns; the largest absolute mel difference of each from float32. bf16 is timed where the CPU computes it
+natively (common/cpu.py), or with --bf16 on. The sweep holds the weights in each dtype at every batch, whatever
+Decoder.lstm_weight_dtype would choose there.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import torch
 
 import tacotron2.model as tacotron2_model
-from common.cpu import cpu_description
+from common.cpu import cpu_description, native_bf16
 from scripts.benchmark_speed import hold_gate_shut, text_ids
 from tacotron2.model import Tacotron2, max_steps_warnings_silenced
 
@@ -39,47 +40,59 @@ def model_with(rnn_dim: int) -> Tacotron2:
     return model
 
 
-def decode(model: Tacotron2, batch: int, steps: int, half: bool) -> torch.Tensor:
+def decode(model: Tacotron2, batch: int, steps: int, dtype: torch.dtype) -> torch.Tensor:
     text, lengths = text_ids()
-    model.decoder.half_lstm_weights = half
+    # float16: the limit lifted to every batch; bf16: no float16 batch, bf16 beyond; float32: neither
+    tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH = batch if dtype == torch.float16 else 0
+    model.decoder.half_lstm_weights = dtype != torch.float32
+    model.decoder.native_bf16 = dtype == torch.bfloat16
+    assert model.decoder.lstm_weight_dtype(batch) == dtype
     with torch.inference_mode(), max_steps_warnings_silenced():
         return model.infer(text.repeat(batch, 1), lengths.repeat(batch), max_decoder_steps=steps,
                            max_frames_after_text_end=0, generator=torch.Generator().manual_seed(0)).mel
 
 
-def row(rnn_dim: int, batch: int, steps: int, repeats: int) -> dict:
+def row(rnn_dim: int, batch: int, steps: int, repeats: int, dtypes: list[torch.dtype]) -> dict:
     model = model_with(rnn_dim)
-    seconds = {False: [], True: []}
-    mels = {half: decode(model, batch, steps, half) for half in (False, True)}  # also the warm-up
+    ways = [torch.float32, *dtypes]
+    seconds = {dtype: [] for dtype in ways}
+    mels = {dtype: decode(model, batch, steps, dtype) for dtype in ways}  # also the warm-up
     for _ in range(repeats):
-        for half in (False, True):
+        for dtype in ways:
             start = time.perf_counter()
-            decode(model, batch, steps, half)
-            seconds[half].append(time.perf_counter() - start)
-    float32, float16 = statistics.median(seconds[False]), statistics.median(seconds[True])
+            decode(model, batch, steps, dtype)
+            seconds[dtype].append(time.perf_counter() - start)
     lstm_bytes = sum(cell.weight_ih.numel() + cell.weight_hh.numel()
                      for cell in (model.decoder.attention_rnn, model.decoder.decoder_rnn)) * 4
-    return {"rnn_dim": rnn_dim, "batch": batch, "lstm_weights_mib_float32": lstm_bytes / 2**20,
-            "float32_seconds": float32, "float16_seconds": float16, "speedup": float32 / float16,
-            "mel_max_abs_difference": float((mels[True] - mels[False]).abs().max())}
+    result = {"rnn_dim": rnn_dim, "batch": batch, "lstm_weights_mib_float32": lstm_bytes / 2**20,
+              "float32_seconds": statistics.median(seconds[torch.float32])}
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        result[f"{name}_seconds"] = statistics.median(seconds[dtype])
+        result[f"{name}_speedup"] = result["float32_seconds"] / result[f"{name}_seconds"]
+        result[f"{name}_mel_max_abs_difference"] = float((mels[dtype] - mels[torch.float32]).abs().max())
+    return result
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rnn-dims", nargs="+", type=int, default=[256, 512, 768, 1024])
-    parser.add_argument("--batches", nargs="+", type=int, default=[1, 2, 4, 8])
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 2, 4, 8, 16])
     parser.add_argument("--steps", type=int, default=200, help="decoder steps per call")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                        help="time bf16 weights: auto, where bf16 is native")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    with_bf16 = args.bf16 == "on" or (args.bf16 == "auto" and native_bf16())
+    dtypes = [torch.float16] + ([torch.bfloat16] if with_bf16 else [])
     print(f"{cpu_description()}; torch {torch.__version__}, {torch.get_num_threads()} threads, ATen "
           f"{torch.backends.cpu.get_cpu_capability()}", flush=True)
     rows, limit = [], tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH
-    tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH = max(args.batches)  # measured beyond inference's own limit
     try:
         for rnn_dim in args.rnn_dims:
             for batch in args.batches:
-                rows.append(row(rnn_dim, batch, args.steps, args.repeats))
+                rows.append(row(rnn_dim, batch, args.steps, args.repeats, dtypes))
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         tacotron2_model.HALF_LSTM_WEIGHTS_MAX_BATCH = limit

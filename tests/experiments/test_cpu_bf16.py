@@ -5,6 +5,7 @@ import json
 import pytest
 
 from experiments.cpu_bf16 import recognition, synthesis
+from tacotron2.api import Synthesizer
 from wav2vec2.api import Recognizer
 from wav2vec2.decoding import error_counts, error_rates
 from wav2vec2.inference import read_inputs
@@ -22,6 +23,20 @@ def test_synthesis_reports_each_variant_and_seed_against_fp32(tacotron2_checkpoi
         assert ("mels_against_fp32" in run) == (run["variant"] != "fp32")
     assert set(report["vocoder_alone_seconds"]) == {"fp32", "bf16", "int8", "fp16-lstm"}
     assert json.loads((tmp_path / "report.json").read_text()) == report
+
+
+def test_synthesis_in_batches_reports_each_line_of_the_batch(tacotron2_checkpoint, tmp_path):
+    lines = ["one line", "a second line", "and a third one here"]
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(lines) + "\n")
+    report = synthesis.main(["--tacotron2", str(tacotron2_checkpoint), "--texts", str(texts), "--variants", "fp32",
+                             "fp16-lstm", "--batch-size", "3", "--no-judge"])
+    assert report["batch_size"] == 3 and [run["variant"] for run in report["runs"]] == ["fp32", "fp16-lstm"]
+    whole = Synthesizer.from_checkpoints(tacotron2_checkpoint, device="cpu", half_lstm_weights=False).synthesize_batch(
+        lines, ["a", "b", "c"], seed=1234, warn_max_steps=False)
+    assert report["runs"][0]["mel_frames"] == int(whole["mel_lengths"].sum())
+    assert report["runs"][0]["tacotron2_seconds"] > 0
+    assert report["runs"][1]["mels_against_fp32"]["mel_mean_abs_difference"] < 1e-2
 
 
 def test_recognition_scores_both_precisions_against_the_right_references(recognizer_checkpoint,

@@ -165,13 +165,17 @@ def test_fast_inference_step_equals_the_reference_to_rounding(r):
 
 
 HALF_TOLERANCE = dict(atol=1e-3, rtol=0)  # measured: 2e-4 at most on this tiny model (mel values up to 1.4)
+BF16_TOLERANCE = dict(atol=1e-2, rtol=0)  # measured: 1.6e-3 at most
 
 
 @pytest.mark.parametrize("r", [1, 2])
-def test_half_lstm_weights_keep_the_mel_near_float32_for_one_or_two_utterances(r):
+@pytest.mark.parametrize("native_bf16", [False, True])
+def test_half_lstm_weights_keep_the_mel_near_float32_at_every_batch(r, native_bf16):
+    """float16 weights for one or two utterances; bf16 for more where bf16 is native (set here whatever this CPU
+    has: emulated bf16 gives the same numbers, slowly), float32 otherwise."""
     model = tiny_model(n_frames_per_step=r).eval()
     stop_on_reaching_the_last_symbol(model, threshold=0.6)
-    model.decoder.fast = True
+    model.decoder.fast, model.decoder.native_bf16 = True, native_bf16
     for lengths_of_batch in ([3], [3, 8], [3, 8, 5]):
         text, lengths = padded_text(lengths_of_batch)
         results = {}
@@ -180,15 +184,17 @@ def test_half_lstm_weights_keep_the_mel_near_float32_for_one_or_two_utterances(r
             results[half] = model.infer(text, lengths, max_decoder_steps=40,
                                         generator=torch.Generator().manual_seed(4))
         held = model.decoder.inference_step_weights(len(lengths_of_batch))
-        in_half = len(lengths_of_batch) <= HALF_LSTM_WEIGHTS_MAX_BATCH
-        assert held.attention_lstm.dtype == held.decoder_lstm.dtype == (torch.float16 if in_half else torch.float32)
+        expected = (torch.float16 if len(lengths_of_batch) <= HALF_LSTM_WEIGHTS_MAX_BATCH
+                    else torch.bfloat16 if native_bf16 else torch.float32)
+        assert held.attention_lstm.dtype == held.decoder_lstm.dtype == expected
         assert held.projection.dtype == torch.float32  # the small products stay float32
         assert torch.equal(results[True].mel_lengths, results[False].mel_lengths)
-        if in_half:
-            assert not torch.equal(results[True].mel, results[False].mel)  # the float16 products did run
-            torch.testing.assert_close(results[True].mel, results[False].mel, **HALF_TOLERANCE)
-        else:
+        if expected == torch.float32:
             assert torch.equal(results[True].mel, results[False].mel)
+        else:
+            assert not torch.equal(results[True].mel, results[False].mel)  # the 16-bit products did run
+            tolerance = HALF_TOLERANCE if expected == torch.float16 else BF16_TOLERANCE
+            torch.testing.assert_close(results[True].mel, results[False].mel, **tolerance)
     model.decoder.quantize_fast_step()  # int8 packs the float32 weights, whatever half_lstm_weights says
     assert model.decoder.inference_step_weights(1) is model.decoder.int8_step_weights
 

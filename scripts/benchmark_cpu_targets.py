@@ -12,9 +12,9 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               (the reference decoder step), torchscript (the reference step through TorchScript:
                               --no-fast-decoder on the CPU), fast (--fast-decoder --no-half-lstm-weights),
                               fast-fp16 (the fast step with its LSTMs' weights in float16: the CPU's default),
-                              compiled (--compile), int8 (--quantize int8 --no-fast-decoder: the reference step with int8
-                              LSTMs and linear layers), fast-int8 (--quantize int8: the fast step's merged products in
-                              int8 too)
+                              compiled (--compile), int8 (--quantize int8 --no-fast-decoder: the reference step with
+                              int8 LSTMs and linear layers), fast-int8 (--quantize int8: the fast step's merged
+                              products in int8 too)
   hifigan-infer      >= 1.5x  the HiFi-GAN v1 generator, batch 1, 400 mel frames (4.6 s), weight norm folded as
                               inference runs it: eager (signals as (B, C, T)), fast (as one-row channels-last
                               images, what inference runs on the CPU: hifigan/vocoder.py), compiled (fast and
@@ -279,9 +279,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     scratch = tempfile.TemporaryDirectory(prefix="benchmark_cpu_targets_")
     folder = Path(scratch.name)
     builders = {
-        "tacotron2-infer": lambda: benchmark_speed.tacotron2_inference(sizes.speed, "fp32",
-                                                                       ["eager", "torchscript", "fast", "fast-fp16", *compiled,
-                                                                        "int8", "fast-int8", *bf16]),
+        "tacotron2-infer": lambda: benchmark_speed.tacotron2_inference(
+            sizes.speed, "fp32", ["eager", "torchscript", "fast", "fast-fp16", *compiled, "int8", "fast-int8", *bf16]),
         "hifigan-infer": lambda: hifigan_inference(sizes, ["eager", "fast", *compiled, *bf16]),
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
                                                              *(["compiled-int8"] if options.compile else []), *bf16],

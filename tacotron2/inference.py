@@ -173,9 +173,9 @@ def run(args: argparse.Namespace) -> None:
     synthesizer = Synthesizer.from_args(args)
     output = Path(args.output)
     logger = open_run_logger(args)
-    logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name, "device":
-                       str(synthesizer.device), "precision": str(synthesizer.dtype), "decoder": synthesizer.decoder_path,
-                       "batch_size": args.batch_size})
+    logger.parameters({"tacotron2": args.tacotron2, "vocoder": synthesizer.vocoder.name,
+                       "device": str(synthesizer.device), "precision": str(synthesizer.dtype),
+                       "decoder": synthesizer.decoder_path, "batch_size": args.batch_size})
     pieces = synthesizer.pieces([text for _, text in phrases], [source_of.format(number) for number, _ in phrases])
     first_batch = pieces[:args.batch_size]
 

@@ -213,10 +213,10 @@ def held_weight_linear(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
 
 # Decoder.half_lstm_weights holds the LSTMs' weights in float16 for batches of at most this many utterances. At one
 # utterance a step's products are matrix-vector products, and reading the weights from memory is what they take:
-# NVIDIA's LSTMs hold 68 MiB of float32 weights, and in float16 the whole decoder runs 2.6-4.1x faster
-# (experiments/tacotron2_half_lstm). ATen multiplies a float16 weight row by row, though, so from about four
-# utterances on it is slower than float32's matrix product; there oneDNN's bf16 products, where the CPU has them,
-# read the weights once for the batch (2.2-3.7x at NVIDIA's size from 4 to 16 utterances).
+# NVIDIA's LSTMs hold 68 MiB of float32 weights, and in float16 the whole decoder runs 3.1-4.3x faster at one or
+# two utterances (experiments/tacotron2_half_lstm). ATen multiplies a float16 weight row by row, though, so from
+# about four utterances on it is slower than float32's matrix product; there oneDNN's bf16 products, where the CPU
+# has them, read the weights once for the batch (2.4-3.4x at NVIDIA's size from 4 to 16 utterances).
 HALF_LSTM_WEIGHTS_MAX_BATCH = 2
 
 

@@ -142,8 +142,8 @@ TEXTS = ["Hello world.", "A longer sentence comes second."]
 def test_the_synthesizer_s_batches_through_the_graph_loop_give_the_eager_mels(checkpoint):
     """What --cuda-graphs runs, on the CPU (where the loop records nothing): the synthesizer's batch, its seed. The
     graph loop runs the float32 fast step (a GPU's): the CPU's float16 LSTM weights are left out of the eager one."""
-    eager = synthesizer(checkpoint, "--fast-decoder", "--no-half-lstm-weights", "--cpu").synthesize_batch(TEXTS, ["a", "b"], seed=3,
-                                                                                 warn_max_steps=False)
+    eager = synthesizer(checkpoint, "--fast-decoder", "--no-half-lstm-weights", "--cpu").synthesize_batch(
+        TEXTS, ["a", "b"], seed=3, warn_max_steps=False)
     graphed_synthesizer = synthesizer(checkpoint, "--fast-decoder", "--cpu")
     use_cuda_graphs(graphed_synthesizer.tacotron2.decoder)
     graphed = graphed_synthesizer.synthesize_batch(TEXTS, ["a", "b"], seed=3, warn_max_steps=False)

@@ -39,6 +39,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -66,11 +67,43 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
     parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
     parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
+    add_judge_args(parser)
+    return parser
+
+
+def add_judge_args(parser: argparse.ArgumentParser) -> None:
+    """--judge and the recognizer's flags (add_recognizer_args), for judge_from_args."""
     parser.add_argument("--judge", choices=JUDGES, default="wav2vec2",
                         help="wav2vec2: the --asr recognizer (default); moonshine: Moonshine base, English "
                              "(requirements-judge.txt)")
     add_recognizer_args(parser, asr_required=False)
-    return parser
+
+
+def check_judge_args(args: argparse.Namespace) -> None:
+    """add_judge_args' flags: a flag the judge does not take, or a judge without its recognizer, is an error."""
+    if args.batch_size < 1:
+        raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
+    if args.judge == "moonshine":
+        for flag, given in (("--asr", args.asr), ("--lm", args.lm)):
+            if given is not None:
+                raise UserError(f"--judge moonshine is its own recognizer: drop {flag}")
+    elif args.asr is None:
+        raise UserError("--asr CKPT (a fine-tuned wav2vec 2.0) is the judge, or give --judge moonshine")
+
+
+def judge_from_args(args: argparse.Namespace) -> Callable[[list[tuple[int, str, Path]]], dict]:
+    """The judge add_judge_args' flags name, as a function of (line, text, wav) triples -> evaluate's report (or
+    evaluate_with_moonshine's)."""
+    check_judge_args(args)
+    torch.manual_seed(1234)
+    if args.judge == "moonshine":
+        from scripts.moonshine_judge import MoonshineJudge  # imported late: an optional dependency
+
+        moonshine = MoonshineJudge()
+        return lambda pairs: evaluate_with_moonshine(moonshine, pairs)
+    recognizer = load_recognizer(args)
+    language_model = language_model_decoder(args, recognizer)
+    return lambda pairs: evaluate(recognizer, pairs, language_model)
 
 
 def add_recognizer_args(parser: argparse.ArgumentParser, asr_required: bool = True) -> None:
@@ -220,29 +253,9 @@ def print_report(name: str, report: dict, quiet: bool) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    if args.batch_size < 1:
-        raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
-    if args.judge == "moonshine":
-        for flag, given in (("--asr", args.asr), ("--lm", args.lm)):
-            if given is not None:
-                raise UserError(f"--judge moonshine is its own recognizer: drop {flag}")
-    elif args.asr is None:
-        raise UserError("--asr CKPT (a fine-tuned wav2vec 2.0) is the judge, or give --judge moonshine")
+    check_judge_args(args)
     pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
-    torch.manual_seed(1234)
-    if args.judge == "moonshine":
-        from scripts.moonshine_judge import MoonshineJudge  # imported late: an optional dependency
-
-        moonshine = MoonshineJudge()
-
-        def judged(wav_pairs):
-            return evaluate_with_moonshine(moonshine, wav_pairs)
-    else:
-        recognizer = load_recognizer(args)
-        language_model = language_model_decoder(args, recognizer)
-
-        def judged(wav_pairs):
-            return evaluate(recognizer, wav_pairs, language_model)
+    judged = judge_from_args(args)
     result = {"judge": args.judge, "asr": args.asr, "wavs": args.wavs, "texts": args.texts, "lm": args.lm,
               "synthesized": judged(pairs)}
     print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)

@@ -5,13 +5,17 @@ prenet dropout's draw, so compare models and vocoders by the CER pooled over see
         --tacotron2 output/demo/checkpoint_Tacotron2_last.pt \
         --vocoder output/demo/melinverter/checkpoint_MelInverter_last.pt --texts phrases/phrase.txt \
         --seeds 1234 1 2 3 4 5 6 7 -o output/demo/phrases_seeds [--lm ARPA --lm-weight 0.75 ...]
+    python -m scripts.intelligibility_seeds --judge moonshine --espeak-ceiling --texts output/demo/everyday_plain.txt \
+        --tacotron2 ... --vocoder ... --seeds 1234 1 2 -o output/demo/everyday_plain_seeds
 
 For each seed S the texts are synthesized as `inference.py -i TEXTS --seed S --tacotron2 ... --<vocoder> ...` writes
 them (tacotron2/api.py's Synthesizer, batches of 8), into OUT/seed_S/audio_<n>.wav, and heard by the recognizer as
-scripts/intelligibility.py hears them (greedily, and with --lm also through the language model). It prints each
-seed's rates and the rates over all seeds together (the edits summed, divided by the letters and words of every
-seed's references), and writes them with every transcript to OUT/intelligibility_seeds.json. --vocoder is a
-WaveGlow, HiFi-GAN, WaveNet or mel inverter checkpoint, or griffin-lim (the default).
+scripts/intelligibility.py hears them (--asr greedily, and with --lm also through the language model; or --judge
+moonshine). It prints each seed's rates and the rates over all seeds together (the edits summed, divided by the
+letters and words of every seed's references), with --espeak-ceiling also the judge's rates on eSpeak NG saying the
+same lines and the pooled CER's ratio to them, and writes them with every transcript to
+OUT/intelligibility_seeds.json. --vocoder is a WaveGlow, HiFi-GAN, WaveNet or mel inverter checkpoint, or
+griffin-lim (the default).
 """
 from __future__ import annotations
 
@@ -20,13 +24,11 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 from common.audio import save_wav
 from common.errors import UserError, exit_on_user_error
 from common.inference_args import inference_device
-from scripts.intelligibility import (add_recognizer_args, evaluate, language_model_decoder, load_recognizer,
-                                     numbered_lines, pair_wavs_with_lines)
+from scripts.intelligibility import (add_judge_args, check_judge_args, judge_from_args, numbered_lines,
+                                     pair_wavs_with_lines, render_with_espeak)
 from tacotron2.api import Synthesizer
 from wav2vec2.decoding import error_rates
 
@@ -39,7 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--texts", required=True, help="the text file to synthesize, one line per wav")
     parser.add_argument("--seeds", type=int, nargs="+", required=True, help="the synthesis seeds (inference.py's)")
     parser.add_argument("-o", "--output", required=True, help="the wavs of each seed and intelligibility_seeds.json")
-    add_recognizer_args(parser)
+    parser.add_argument("--half-lstm-weights", action=argparse.BooleanOptionalAction, default=None,
+                        help="Tacotron 2's 16-bit LSTM weights (inference.py's flag; default: as inference.py)")
+    parser.add_argument("--espeak-ceiling", action="store_true",
+                        help="also judge eSpeak NG saying the same lines (en-us, 175 words a minute), once")
+    add_judge_args(parser)
     return parser
 
 
@@ -60,27 +66,33 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     if len(set(args.seeds)) != len(args.seeds):
         raise UserError(f"--seeds {' '.join(map(str, args.seeds))} repeats a seed: give each once")
+    check_judge_args(args)
     texts = list(numbered_lines(Path(args.texts)).items())
-    synthesizer = Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device=inference_device(args))
-    torch.manual_seed(1234)  # as scripts/intelligibility.py seeds it before loading the recognizer: they judge alike
-    recognizer = load_recognizer(args)
-    language_model = language_model_decoder(args, recognizer)
+    synthesizer = Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device=inference_device(args),
+                                               half_lstm_weights=args.half_lstm_weights)
+    judged = judge_from_args(args)  # as scripts/intelligibility.py's: they judge alike
     output = Path(args.output)
-    result = {"asr": args.asr, "tacotron2": args.tacotron2, "vocoder": args.vocoder, "texts": args.texts,
-              "lm": args.lm, "seeds": {}}
+    result = {"judge": args.judge, "asr": args.asr, "tacotron2": args.tacotron2, "vocoder": args.vocoder,
+              "texts": args.texts, "lm": args.lm, "seeds": {}}
     for seed in args.seeds:
         folder = output / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         for (number, _), audio in zip(texts, synthesizer.synthesize([text for _, text in texts], seed=seed)):
             save_wav(folder / f"audio_{number}.wav", audio, synthesizer.sampling_rate)  # as inference.py
-        report = evaluate(recognizer, pair_wavs_with_lines(folder, Path(args.texts)), language_model)
+        report = judged(pair_wavs_with_lines(folder, Path(args.texts)))
         result["seeds"][seed] = report
         print(f"seed {seed}: {rates_line(report)}", flush=True)
     reports = list(result["seeds"].values())
     result["all_seeds"] = pooled(reports)
-    if language_model is not None:
+    if "with_lm" in reports[0]:
         result["all_seeds"]["with_lm"] = pooled([report["with_lm"] for report in reports])
     print(f"{len(args.seeds)} seeds, {len(texts)} lines each: {rates_line(result['all_seeds'])}")
+    if args.espeak_ceiling:
+        pairs = pair_wavs_with_lines(output / f"seed_{args.seeds[0]}", Path(args.texts))
+        result["espeak"] = judged(render_with_espeak(pairs, output / "espeak", "en-us", 175))
+        result["cer_to_espeak"] = result["all_seeds"]["cer"] / max(result["espeak"]["cer"], 1e-9)
+        print(f"eSpeak NG saying them: {rates_line(result['espeak'])}; the seeds' pooled CER is "
+              f"{result['cer_to_espeak']:.2f} times eSpeak NG's")
     (output / "intelligibility_seeds.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
 

@@ -42,6 +42,24 @@ def test_each_seed_is_inference_pys_audio_judged_and_the_seeds_are_pooled(synthe
     assert written["all_seeds"] == result["all_seeds"] and set(written["seeds"]) == {"5", "9"}
 
 
+def test_moonshine_judges_every_seed_and_the_pooled_cer_is_set_against_espeak_ng(tacotron2_checkpoint, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the quick brown fox\na second line without a stop\n")
+    result = intelligibility_seeds.main(["--judge", "moonshine", "--espeak-ceiling", "--tacotron2",
+                                         str(tacotron2_checkpoint), "--texts", str(texts), "--seeds", "5", "9",
+                                         "-o", str(tmp_path / "out"), "--cpu", "--no-half-lstm-weights"])
+    alone = intelligibility.main(["--judge", "moonshine", "--wavs", str(tmp_path / "out" / "seed_9"),
+                                  "--texts", str(texts), "--espeak-ceiling", "-o", str(tmp_path / "alone")])
+    assert result["seeds"][9]["cer"] == alone["synthesized"]["cer"] and "with_lm" not in result["all_seeds"]
+    assert result["espeak"]["cer"] == alone["espeak"]["cer"]
+    assert result["espeak"]["chars"] == sum(len(line) for line in ("THE QUICK BROWN FOX", "A SECOND LINE WITHOUT A STOP"))
+    assert result["cer_to_espeak"] == pytest.approx(result["all_seeds"]["cer"] / max(result["espeak"]["cer"], 1e-9))
+    inference.main(["-i", str(texts), "-o", str(tmp_path / "float32"), "--tacotron2", str(tacotron2_checkpoint),
+                    "--seed", "9", "--cpu", "--quiet", "--no-half-lstm-weights"])
+    assert ((tmp_path / "out" / "seed_9" / "audio_2.wav").read_bytes()
+            == (tmp_path / "float32" / "audio_2.wav").read_bytes())  # the flag reaches the synthesizer
+
+
 def test_a_repeated_seed_is_an_error(tmp_path):
     with pytest.raises(UserError, match="--seeds 1 2 1 repeats a seed: give each once"):
         intelligibility_seeds.main(["--asr", "a.pt", "--tacotron2", "t.pt", "--texts", "x.txt", "--seeds", "1", "2",

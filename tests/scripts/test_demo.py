@@ -88,6 +88,13 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
         assert report["judge"] == "moonshine" and len(report["synthesized"]["files"]) == count
         assert len(report["espeak"]["files"]) == count and "written" in report["espeak"]["files"][0]
     assert "== Intelligibility: what Moonshine base hears ==" in completed.stdout
+    # and the everyday sentences pooled over 3 synthesis seeds, the first the wavs' own, against eSpeak NG's
+    pooled = json.loads((output / "moonshine_everyday_plain_seeds" / "intelligibility_seeds.json").read_text())
+    assert pooled["judge"] == "moonshine" and list(pooled["seeds"]) == ["1234", "1", "2"]
+    everyday_heard = json.loads((output / "moonshine_everyday_plain" / "intelligibility.json").read_text())
+    assert pooled["seeds"]["1234"]["cer"] == everyday_heard["synthesized"]["cer"]
+    assert pooled["espeak"]["cer"] == everyday_heard["espeak"]["cer"]
+    assert "3 seeds, 2 lines each: CER" in completed.stdout and "times eSpeak NG's" in completed.stdout
 
     # no recognizer: the demo still ends well and says how to get one (the finished training is not redone); and a
     # corpus made with another OPEN_SEQUENCES gets them again, the first ones spoken to the same bytes

@@ -92,9 +92,8 @@ def check_judge_args(args: argparse.Namespace) -> None:
 
 
 def judge_from_args(args: argparse.Namespace) -> Callable[[list[tuple[int, str, Path]]], dict]:
-    """The judge add_judge_args' flags name, as a function of (line, text, wav) triples -> evaluate's report (or
-    evaluate_with_moonshine's)."""
-    check_judge_args(args)
+    """The judge add_judge_args' flags name (checked first by check_judge_args), as a function of (line, text, wav)
+    triples -> evaluate's report (or evaluate_with_moonshine's)."""
     torch.manual_seed(1234)
     if args.judge == "moonshine":
         from scripts.moonshine_judge import MoonshineJudge  # imported late: an optional dependency

@@ -251,12 +251,15 @@ class Synthesizer:
                            else self.device.type == "cpu" and not fast and not quantized)
         self.infer = torch.jit.script(self.tacotron2).infer if use_torchscript else self.tacotron2.infer
         # What the run's log calls the decoder path taken
-        self.decoder_path = ", ".join(
-            ["compiled fast step" if settings.compile else "fast step" if fast else "reference step"]
-            + ["TorchScript"] * use_torchscript + ["int8"] * quantized
-            + [f"LSTM weights in float16 up to {HALF_LSTM_WEIGHTS_MAX_BATCH} utterances"
-               + (", in bf16 beyond" if self.tacotron2.decoder.native_bf16 else "")]
-            * self.tacotron2.decoder.half_lstm_weights)
+        path = ["compiled fast step" if settings.compile else "fast step" if fast else "reference step"]
+        if use_torchscript:
+            path.append("TorchScript")
+        if quantized:
+            path.append("int8")
+        if self.tacotron2.decoder.half_lstm_weights:
+            path.append(f"LSTM weights in float16 up to {HALF_LSTM_WEIGHTS_MAX_BATCH} utterances"
+                        + (", in bf16 beyond" if self.tacotron2.decoder.native_bf16 else ""))
+        self.decoder_path = ", ".join(path)
         self.default_denoising_strength = getattr(self.vocoder, "denoising_strength", 0.0)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""bf16 (and int8) against fp32 on a CPU with native bf16: synthesis.py and recognition.py (README.md)."""
+"""bf16 (and int8) against fp32 on a CPU with native bf16: synthesis.py, vocoder.py and recognition.py (README.md)."""
 from __future__ import annotations
 
 import json

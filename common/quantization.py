@@ -30,15 +30,20 @@ from common.errors import UserError
 QUANTIZE_CHOICES = ("none", "int8")
 
 
-def quantize_help(layers: str) -> str:
-    """--quantize's help for a family whose `layers` (words) dynamic quantization covers."""
+def quantize_help(layers: str, auto: str | None = None) -> str:
+    """--quantize's help for a family whose `layers` (words) dynamic quantization covers; auto: what the family's
+    default, auto, chooses (None: the default is none)."""
     return (f"int8: {layers} with int8 weights, quantized per call (CPU only; outputs close to, not equal to, "
-            "float32's: docs/benchmarks.md). Default none")
+            "float32's: docs/benchmarks.md). " + (f"Default auto: {auto}" if auto else "Default none"))
 
 
-def add_quantize_arg(group: argparse._ArgumentGroup, layers: str) -> None:
-    """--quantize for a family whose `layers` (words, for --help) dynamic quantization covers."""
-    group.add_argument("--quantize", choices=QUANTIZE_CHOICES, default="none", help=quantize_help(layers))
+def add_quantize_arg(group: argparse._ArgumentGroup, layers: str, auto: str | None = None) -> None:
+    """--quantize for a family whose `layers` (words, for --help) dynamic quantization covers. auto: for a family
+    that quantizes by default where int8 was measured within its tolerance, what --quantize auto (then the default)
+    chooses, in words for --help; the family resolves auto before check_quantize."""
+    choices = QUANTIZE_CHOICES if auto is None else ("auto", *QUANTIZE_CHOICES)
+    group.add_argument("--quantize", choices=choices, default="none" if auto is None else "auto",
+                       help=quantize_help(layers, auto))
 
 
 def check_quantize(quantize: str | None, device: torch.device, dtype: torch.dtype = torch.float32,

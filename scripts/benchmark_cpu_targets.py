@@ -63,7 +63,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import train
-from common.cpu import native_bf16, vectorized_half_products
+from common.cpu import native_bf16, vectorized_half_products, vectorized_int8_products
 from common.registry import get_recipe
 from common.trainer import Trainer
 from hifigan.model import PRESETS, Generator
@@ -77,9 +77,10 @@ from wav2vec2.api import Recognizer
 WANTED_RATIO = {"tacotron2-infer": 2.0, "hifigan-infer": 1.5, "wav2vec2-infer": 1.5, "hifigan-train": 1.3,
                 "wav2vec2-pretrain": 1.3, "waveglow-infer": None}
 TARGETS = tuple(WANTED_RATIO)
-# target -> the path a user gets on the CPU without a flag (the recognizer: bf16 where the CPU has it natively)
+# target -> the path a user gets on the CPU without a flag (the recognizer: bf16 where the CPU has it natively, else
+# int8 where its int8 products are vectorized)
 DEFAULT_PATH = {"tacotron2-infer": "fast-fp16" if vectorized_half_products() else "fast", "hifigan-infer": "fast",
-                "wav2vec2-infer": "bf16" if native_bf16() else "eager",
+                "wav2vec2-infer": "bf16" if native_bf16() else "int8" if vectorized_int8_products() else "eager",
                 "hifigan-train": "default", "wav2vec2-pretrain": "default", "waveglow-infer": "fast"}
 AT_THE_LIMIT = 0.70  # share of the measured peak from which a compute-bound workload counts as at the limit
 

@@ -29,6 +29,7 @@ from common.checkpoint import describe_source, load_model_state
 from common.errors import UserError
 from common.exported_weights import is_exported_folder, read_exported
 from common.inference_args import autocast
+from common.cpu import native_bf16, vectorized_int8_products
 from common.quantization import check_quantize, quantize_int8
 from wav2vec2.masking import conv_output_lengths
 from wav2vec2.model import parse_conv_feature_layers
@@ -47,6 +48,20 @@ CONTEXT_SECONDS = 5.0
 # model twice as fast (wav2vec2/RESULTS.md, "bf16 and CPUs"; experiments/cpu_bf16). int8 (quantize="int8") runs in
 # fp32.
 BF16_WITHIN_TOLERANCE = True
+# int8 linear layers and convolutions are the default (quantize="auto") on a CPU without native bf16 whose int8
+# products are vectorized, unless a precision is asked for: by the same tolerance, int8 moved make demo-asr's CER by
+# 0.21 points at most, and a Base model reads 1.4x faster so with every kernel held to AVX2 (wav2vec2/RESULTS.md,
+# "int8 linear layers and convolutions").
+INT8_WITHIN_TOLERANCE = True
+
+
+def default_quantize(device: torch.device, precision_asked: bool) -> str:
+    """What quantize="auto" chooses: int8 on a CPU without native bf16 (where bf16 is the default instead) whose int8
+    products are vectorized, unless a precision was asked for (fp32 means float32 throughout); none elsewhere."""
+    if (INT8_WITHIN_TOLERANCE and device.type == "cpu" and not precision_asked and not native_bf16()
+            and vectorized_int8_products()):
+        return "int8"
+    return "none"
 
 
 def bf16_by_default(quantize: str = "none") -> bool:
@@ -205,7 +220,7 @@ class Recognizer:
 
     def __init__(self, model: torch.nn.Module, dictionary: Dictionary, device: torch.device,
                  dtype: torch.dtype = torch.float32, batch_size: int = 8, chunk_seconds: float = CHUNK_SECONDS,
-                 context_seconds: float = CONTEXT_SECONDS):
+                 context_seconds: float = CONTEXT_SECONDS, quantize: str = "none"):
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
         if chunk_seconds < 0 or context_seconds < 0:
@@ -214,11 +229,12 @@ class Recognizer:
         self.model, self.dictionary = model, dictionary
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
         self.chunk_seconds, self.context_seconds = chunk_seconds, context_seconds
+        self.quantize = quantize  # what model's layers were quantized to ("none" or "int8"), for logs
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | torch.device | None = None, precision: str = "auto",
                         batch_size: int = 8, labels_path: str | None = None, check_hash: bool = True,
-                        flag: str | None = None, quantize: str = "none", compile: bool = False,
+                        flag: str | None = None, quantize: str = "auto", compile: bool = False,
                         chunk_seconds: float = CHUNK_SECONDS, context_seconds: float = CONTEXT_SECONDS
                         ) -> "Recognizer":
         """path: a fine-tuned checkpoint (ours, NVIDIA's, fairseq's), its exported folder, an HF Wav2Vec2ForCTC
@@ -227,17 +243,22 @@ class Recognizer:
         quantize), else fp32 (common.cpu.default_dtype). labels_path: dict.ltr.txt for a file that carries no
         dictionary.
         flag: the command-line option that gave the path, for messages. quantize: "int8" for int8 linear layers and
-        feature-extractor convolutions (CPU only, common/quantization.py). compile: torch.compile the model (its
+        feature-extractor convolutions (CPU only, common/quantization.py), "none" for float; "auto" (the default):
+        int8 on a CPU without native bf16 whose int8 products are vectorized, when precision is "auto"
+        (default_quantize). compile: torch.compile the model (its
         first batch of each new length pays the compile time). chunk_seconds, context_seconds: how a long recording
         is read (the class's docstring)."""
         device = api_device(device)
+        if quantize == "auto":
+            quantize = default_quantize(device, precision_asked=not (isinstance(precision, str)
+                                                                     and precision == "auto"))
         model, dictionary = load_ctc_model(local_checkpoint(path, check_hash), device, labels_path, flag)
         dtype = api_dtype(precision, device, bf16_by_default(quantize))
         if check_quantize(quantize, device, dtype):
             quantize_int8(model, {torch.nn.Linear, torch.nn.Conv1d})
         if compile:
             model.compile()
-        return cls(model, dictionary, device, dtype, batch_size, chunk_seconds, context_seconds)
+        return cls(model, dictionary, device, dtype, batch_size, chunk_seconds, context_seconds, quantize)
 
     @property
     def labels(self) -> list[str]:

@@ -45,7 +45,7 @@ from common.quantization import add_quantize_arg
 from wav2vec2 import export
 from wav2vec2.arg_parser import no_ema
 from wav2vec2.api import (CHUNK_SECONDS, CONTEXT_SECONDS, SAMPLING_RATE, Recognizer, Utterance, bf16_by_default,
-                          samples_for)
+                          default_quantize, samples_for)
 from wav2vec2.data_function import read_manifest
 from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_search_from_flags, error_counts,
                                error_rates, transcripts)
@@ -65,7 +65,9 @@ def add_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--chunk-context-seconds", type=non_negative_float, default=CONTEXT_SECONDS,
                        help="audio read on either side of a chunk for context, its frames dropped (default: "
                             "%(default)s)")
-    add_quantize_arg(group, "the linear layers and the feature extractor's convolutions (all but the first)")
+    add_quantize_arg(group, "the linear layers and the feature extractor's convolutions (all but the first)",
+                     auto="int8 on a CPU without native bf16 whose int8 products are vectorized (AVX2, AVX-512), "
+                          "unless --fp32, --bf16 or --amp is given; none elsewhere")
     group.add_argument("--labels-path", default=None,
                        help="the dictionary (dict.ltr.txt) if the checkpoint does not carry one")
     group.add_argument("--save-predictions", action="store_true", help="write predictions.txt, one line per input")
@@ -224,10 +226,12 @@ def run(args: argparse.Namespace) -> None:
         raise UserError(f"-bs/--batch-size must be at least 1, got {args.batch_size}")
     check_decoder_args(args)
     device = inference_device(args)
-    dtype = inference_dtype(args, bf16_by_default(args.quantize))
+    quantize = (default_quantize(device, precision_asked=args.amp or args.bf16 or args.fp32)
+                if args.quantize == "auto" else args.quantize)
+    dtype = inference_dtype(args, bf16_by_default(quantize))
     torch.manual_seed(args.seed)
     recognizer = Recognizer.from_checkpoint(args.checkpoint, device, dtype, args.batch_size, args.labels_path,
-                                            flag="--checkpoint", quantize=args.quantize, compile=args.compile,
+                                            flag="--checkpoint", quantize=quantize, compile=args.compile,
                                             chunk_seconds=args.chunk_seconds,
                                             context_seconds=args.chunk_context_seconds)
     decoder = decoder_from_args(args, recognizer)
@@ -239,7 +243,7 @@ def run(args: argparse.Namespace) -> None:
     output = Path(args.output)
     logger.parameters({"model_name": RECIPE.name, "checkpoint": args.checkpoint, "batch_size": args.batch_size,
                        "device": str(device), "precision": str(dtype).replace("torch.", ""),
-                       "utterances": len(utterances), "decoder": args.decoder,
+                       "quantize": quantize, "utterances": len(utterances), "decoder": args.decoder,
                        **({} if decoder is None else {"beam_size": decoder.beam_size,
                                                       "min_letter_log_prob": decoder.min_letter_log_prob}),
                        **({} if args.lm is None else {"lm": args.lm})})

@@ -240,9 +240,10 @@ def test_a_beam_of_one_end_to_end_gives_the_greedy_transcripts(recognizer_checkp
 
 def test_a_beam_search_with_a_language_model_end_to_end(recognizer_checkpoint, synthetic_asr_corpus, tmp_path):
     build_lm([str(synthetic_asr_corpus.directory / "train.wrd"), str(tmp_path / "lm.arpa")])
+    # --fp32: the same logits on every CPU (its default is bf16 or int8 where those are fast), so the same beams
     with_lm = run_inference(recognizer_checkpoint, synthetic_asr_corpus.test_sentences, tmp_path / "lm", "--decoder",
                             "beam", "--beam-size", "4", "--lm", str(tmp_path / "lm.arpa"), "--lm-weight", "1",
-                            "--word-score", "0")
+                            "--word-score", "0", "--fp32")
     references = synthetic_asr_corpus.test_sentences.with_suffix(".wrd").read_text().splitlines()
     assert len(with_lm) == len(references)
     # The barely trained model's letters are noise; the language model turns them into words it knows.

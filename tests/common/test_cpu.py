@@ -41,12 +41,14 @@ def test_the_cpu_description_names_the_flags_that_choose_the_kernels():
     assert set(flags) <= {"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16"} or flags[0] == "none"
 
 
+@pytest.mark.parametrize("products", ["vectorized_half_products", "vectorized_int8_products"])
 @pytest.mark.parametrize("capability, vectorized", [("avx2", True), ("default", False)])
-def test_half_products_count_as_vectorized_only_with_avx2_or_better(capability, vectorized):
-    """ATEN_CPU_CAPABILITY=default runs ATen's scalar kernels, where a float16 weight is slower than float32's."""
+def test_products_count_as_vectorized_only_with_avx2_or_better(products, capability, vectorized):
+    """ATEN_CPU_CAPABILITY=default runs ATen's scalar kernels, where a float16 weight is slower than float32's; the
+    int8 default follows the same setting (its x86 engine is there on every x86 build of torch)."""
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("this CPU's ATen kernels are not x86 AVX2 or AVX-512")
     environment = {**os.environ, "ATEN_CPU_CAPABILITY": capability}
-    completed = subprocess.run([sys.executable, "-c", "from common.cpu import vectorized_half_products as v; "
+    completed = subprocess.run([sys.executable, "-c", f"from common.cpu import {products} as v; "
                                 "raise SystemExit(0 if v() else 1)"], cwd=ROOT, env=environment)
     assert completed.returncode == (0 if vectorized else 1)

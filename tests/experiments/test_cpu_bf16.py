@@ -40,20 +40,23 @@ def test_synthesis_in_batches_reports_each_line_of_the_batch(tacotron2_checkpoin
     assert report["runs"][1]["mels_against_fp32"]["mel_mean_abs_difference"] < 1e-2
 
 
-def test_recognition_scores_both_precisions_against_the_right_references(recognizer_checkpoint,
-                                                                         synthetic_asr_corpus):
+def test_recognition_scores_each_variant_against_the_right_references(recognizer_checkpoint, synthetic_asr_corpus):
     manifest = str(synthetic_asr_corpus.test_sentences)
     report = recognition.main(["--checkpoint", str(recognizer_checkpoint), "--manifests", manifest,
-                               "--batch-size", "1"])
+                               "--batch-size", "1", "--variants", "bf16", "int8"])
     result = report["manifests"][0]
-    assert result["utterances"] > 1 and 0 <= result["frames_whose_best_label_differs"] <= 1
-    for precision in ("fp32", "bf16"):
-        recognizer = Recognizer.from_checkpoint(recognizer_checkpoint, "cpu", precision, batch_size=1)
+    assert result["utterances"] > 1 and "frames_whose_best_label_differs" not in result["fp32"]
+    for name in ("bf16", "int8"):
+        assert 0 <= result[name]["frames_whose_best_label_differs"] <= 1
+        assert 0 <= result[name]["transcripts_that_differ"] <= result["utterances"]
+    for name in ("fp32", "bf16", "int8"):
+        recognizer = Recognizer.from_checkpoint(recognizer_checkpoint, "cpu", batch_size=1,
+                                                **recognition.VARIANTS[name])
         utterances = read_inputs([manifest], Recognizer.sampling_rate, recognizer.model.config["normalize"])
         heard = recognizer.transcribe([utterance.audio.numpy() for utterance in utterances])
         expected = error_rates(error_counts([utterance.reference for utterance in utterances], heard))
-        assert result[precision]["seconds"] > 0
-        assert result[precision]["cer"] == pytest.approx(expected["cer"])
+        assert result[name]["seconds"] > 0
+        assert result[name]["cer"] == pytest.approx(expected["cer"])
 
 
 def test_vocoder_compares_bf16_with_fp32_on_each_checkpoint(synthetic_corpus, tmp_path):

@@ -53,6 +53,15 @@ def test_int8_is_the_default_only_without_native_bf16_on_vectorized_int8_product
     assert default_quantize(torch.device(device), precision_asked=asked) == expected
 
 
+def test_the_int8_default_quantizes_the_layers_and_stays_in_fp32(checkpoint, monkeypatch):
+    monkeypatch.setattr(api, "native_bf16", lambda: False)  # a CPU without native bf16, as most AVX2 ones
+    monkeypatch.setattr(api, "vectorized_int8_products", lambda: True)
+    recognizer = Recognizer.from_checkpoint(checkpoint, "cpu")
+    assert (recognizer.quantize, recognizer.dtype) == ("int8", torch.float32)
+    assert not any(type(module) in (torch.nn.Linear, torch.nn.Conv1d) and getattr(module, "in_channels", 2) > 1
+                   for module in recognizer.model.modules())
+
+
 def logged_parameters(checkpoint, tmp_path, *flags, environment=None) -> dict:
     wav = tmp_path / "one.wav"
     import soundfile
@@ -79,9 +88,10 @@ def test_inference_py_logs_the_precision_it_chose(checkpoint, tmp_path):
     assert logged_choice(checkpoint, tmp_path, "--fp32") == ("float32", "none")
     assert logged_choice(checkpoint, tmp_path, "--quantize", "int8") == ("float32", "int8")
     # oneDNN held below its bf16 instructions emulates bf16, hundreds of times slower: fp32 then, in int8 layers
-    # where int8 products are vectorized (x86 with AVX2 or AVX-512: every machine this suite runs on)
+    # where int8 products are vectorized (x86 with AVX2 or AVX-512, unless ATEN_CPU_CAPABILITY holds ATen below)
     held = {"ONEDNN_MAX_CPU_ISA": "AVX2"}
-    assert logged_choice(checkpoint, tmp_path, environment=held) == ("float32", "int8")
+    assert logged_choice(checkpoint, tmp_path, environment=held) == (
+        "float32", "int8" if vectorized_int8_products() else "none")
     assert logged_choice(checkpoint, tmp_path, "--fp32", environment=held) == ("float32", "none")
     assert logged_choice(checkpoint, tmp_path, "--quantize", "none", environment=held) == ("float32", "none")
     no_simd = {**held, "ATEN_CPU_CAPABILITY": "default"}

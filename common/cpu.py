@@ -52,7 +52,7 @@ def vectorized_half_products() -> bool:
 
 def vectorized_int8_products() -> bool:
     """Whether int8 products run on PyTorch's x86 quantized engine (FBGEMM) with AVX2 or AVX-512, where a recognizer's
-    int8 linear layers were measured 1.4x (every kernel held to AVX2) to 2.5x (AVX-512) faster than float32's
+    int8 linear layers were measured 1.4-1.6x (every kernel held to AVX2) and 2.1-2.5x (AVX-512) faster than float32's
     (docs/benchmarks.md); elsewhere (ARM's engine, no SIMD) int8 was not measured. FBGEMM takes its ISA from the CPU
     and FBGEMM_ENABLE_INSTRUCTIONS, not from ATEN_CPU_CAPABILITY, which this reads as the CPU's."""
     return (torch.backends.quantized.engine in ("x86", "fbgemm")

@@ -26,10 +26,10 @@ from torch.nn import functional as F
 from common.api import api_device, api_dtype, local_checkpoint
 from common.audio import load_wav, resample_audio
 from common.checkpoint import describe_source, load_model_state
+from common.cpu import native_bf16, vectorized_int8_products
 from common.errors import UserError
 from common.exported_weights import is_exported_folder, read_exported
 from common.inference_args import autocast
-from common.cpu import native_bf16, vectorized_int8_products
 from common.quantization import check_quantize, quantize_int8
 from wav2vec2.masking import conv_output_lengths
 from wav2vec2.model import parse_conv_feature_layers
@@ -50,7 +50,7 @@ CONTEXT_SECONDS = 5.0
 BF16_WITHIN_TOLERANCE = True
 # int8 linear layers and convolutions are the default (quantize="auto") on a CPU without native bf16 whose int8
 # products are vectorized, unless a precision is asked for: by the same tolerance, int8 moved make demo-asr's CER by
-# 0.21 points at most, and a Base model reads 1.4x faster so with every kernel held to AVX2 (wav2vec2/RESULTS.md,
+# 0.21 points at most, and a Base model reads 1.4-1.6x faster so with every kernel held to AVX2 (wav2vec2/RESULTS.md,
 # "int8 linear layers and convolutions").
 INT8_WITHIN_TOLERANCE = True
 

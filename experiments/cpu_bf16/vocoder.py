@@ -31,6 +31,7 @@ from common.filelist import read_filelist
 from common.inference_args import autocast
 from common.vocoder import load_vocoder, vocoder_settings_of_options
 from experiments.cpu_bf16 import write_report
+from scripts.hifigan.report_hifigan_demo import mel_l1
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -39,14 +40,9 @@ def signal_to_difference_db(reference: torch.Tensor, other: torch.Tensor) -> flo
     return 10 * math.log10(float(reference.square().sum()) / max(float((other - reference).square().sum()), 1e-30))
 
 
-def mel_l1(reference: torch.Tensor, other: torch.Tensor) -> float:
-    frames = min(reference.size(-1), other.size(-1))
-    return float((reference[..., :frames] - other[..., :frames]).abs().mean())
-
-
 @torch.no_grad()
 def vocode_in_turn(vocoder, mel_spectrogram: MelSpectrogram, recordings: list[torch.Tensor]) -> dict:
-    """{precision: {"audio": [one waveform per recording], "seconds": total}} and the recordings' own mels."""
+    """{precision: {"audio": [one waveform per recording], "seconds": the vocoder's total}}."""
     device = torch.device("cpu")
     results = {name: {"audio": [], "seconds": 0.0} for name in PRECISIONS}
     for recording in recordings:
@@ -72,20 +68,21 @@ def compare(vocoder_path: str, dataset_path: str, filelist: str, judge: bool = T
     results = vocode_in_turn(vocoder, mel_spectrogram, recordings)
     frames = [mel_spectrogram(recording).size(-1) for recording in recordings]
     report = {"vocoder": vocoder_path, "files": len(entries), "frames": sum(frames), "precisions": {}}
+
+    def frame_weighted_mel_l1(references: list[torch.Tensor], others: list[torch.Tensor]) -> float:
+        l1 = [mel_l1(mel_spectrogram(reference), mel_spectrogram(other))
+              for reference, other in zip(references, others)]
+        return sum(value * count for value, count in zip(l1, frames)) / sum(frames)
+
     for name in PRECISIONS:
-        l1 = [mel_l1(mel_spectrogram(recording), mel_spectrogram(audio))
-              for recording, audio in zip(recordings, results[name]["audio"])]
         report["precisions"][name] = {"seconds": results[name]["seconds"],
-                                      "mel_l1_to_recordings": sum(x * n for x, n in zip(l1, frames)) / sum(frames)}
+                                      "mel_l1_to_recordings": frame_weighted_mel_l1(recordings, results[name]["audio"])}
     fp32_audio, bf16_audio = results["fp32"]["audio"], results["bf16"]["audio"]
-    signal = sum(float(audio.square().sum()) for audio in fp32_audio)
-    difference = sum(float((bf16 - fp32).square().sum()) for fp32, bf16 in zip(fp32_audio, bf16_audio))
-    between = [mel_l1(mel_spectrogram(fp32), mel_spectrogram(bf16)) for fp32, bf16 in zip(fp32_audio, bf16_audio)]
-    per_file_db = [signal_to_difference_db(fp32, bf16) for fp32, bf16 in zip(fp32_audio, bf16_audio)]
     report["bf16_against_fp32"] = {
-        "signal_to_difference_db": 10 * math.log10(signal / max(difference, 1e-30)),
-        "worst_file_signal_to_difference_db": min(per_file_db),
-        "mel_l1": sum(x * n for x, n in zip(between, frames)) / sum(frames),
+        "signal_to_difference_db": signal_to_difference_db(torch.cat(fp32_audio), torch.cat(bf16_audio)),
+        "worst_file_signal_to_difference_db": min(signal_to_difference_db(fp32, bf16)
+                                                  for fp32, bf16 in zip(fp32_audio, bf16_audio)),
+        "mel_l1": frame_weighted_mel_l1(fp32_audio, bf16_audio),
         "largest_sample_difference": max(float((bf16 - fp32).abs().max()) for fp32, bf16 in zip(fp32_audio,
                                                                                                  bf16_audio))}
     if judge:

@@ -105,10 +105,12 @@ def nvidia_tts_utils(checkpoint=None, check_hash: bool = True):
 
 
 def wav2vec2_ctc(checkpoint=None, device=None, precision: str = "auto", batch_size: int = 8, labels_path=None,
-                 check_hash: bool = True):
+                 check_hash: bool = True, quantize: str = "auto"):
     """A wav2vec2.api.Recognizer: .transcribe(paths or arrays, sampling_rate=None) -> texts. checkpoint: a fine-tuned
-    wav2vec 2.0 of ours, NVIDIA's or fairseq's, or a Hugging Face Wav2Vec2ForCTC folder."""
+    wav2vec 2.0 of ours, NVIDIA's or fairseq's, or a Hugging Face Wav2Vec2ForCTC folder. precision and quantize as
+    Recognizer.from_checkpoint's: by default bf16 on a CPU with native bf16, int8 layers on other x86 CPUs;
+    precision="fp32" for float32 throughout."""
     from wav2vec2.api import Recognizer
 
     return Recognizer.from_checkpoint(_required(checkpoint, "wav2vec2_ctc"), device, precision, batch_size,
-                                      labels_path, check_hash)
+                                      labels_path, check_hash, quantize=quantize)

@@ -96,6 +96,10 @@ def test_wav2vec2_ctc_is_the_recognizer(recognizer_checkpoint, synthetic_asr_cor
     root, *rows = synthetic_asr_corpus.test_sentences.read_text().splitlines()
     files = [f"{root}/{row.split(chr(9))[0]}" for row in rows]
     assert recognizer.transcribe(files) == Recognizer.from_checkpoint(recognizer_checkpoint, "cpu").transcribe(files)
+    floating = hub_load("wav2vec2_ctc", checkpoint=str(recognizer_checkpoint), device="cpu", quantize="none")
+    assert floating.quantize == "none"
+    int8 = hub_load("wav2vec2_ctc", checkpoint=str(recognizer_checkpoint), device="cpu", quantize="int8")
+    assert int8.quantize == "int8"
 
 
 def test_a_file_url_is_downloaded_once_and_checked_against_its_name(tacotron2_checkpoint, tmp_path):

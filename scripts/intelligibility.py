@@ -53,6 +53,7 @@ from wav2vec2.decoding import (BeamSearchDecoder, add_beam_search_args, beam_sea
                                error_rates)
 
 JUDGES = ("wav2vec2", "moonshine")
+ESPEAK_VOICE, ESPEAK_RATE = "en-us", 175  # --espeak-ceiling's voice and words per minute unless --voice/--rate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default=None, help="write intelligibility.json (and eSpeak's wavs) here")
     parser.add_argument("--espeak-ceiling", action="store_true",
                         help="also score eSpeak NG's renderings of the same lines (the recognizer's ceiling)")
-    parser.add_argument("--voice", default="en-us", help="eSpeak NG voice of --espeak-ceiling")
-    parser.add_argument("--rate", type=int, default=175, help="eSpeak NG words per minute of --espeak-ceiling")
+    parser.add_argument("--voice", default=ESPEAK_VOICE, help="eSpeak NG voice of --espeak-ceiling")
+    parser.add_argument("--rate", type=int, default=ESPEAK_RATE, help="eSpeak NG words per minute of --espeak-ceiling")
     parser.add_argument("--quiet", action="store_true", help="print only the overall rates")
     add_judge_args(parser)
     return parser

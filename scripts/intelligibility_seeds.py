@@ -27,8 +27,8 @@ from pathlib import Path
 from common.audio import save_wav
 from common.errors import UserError, exit_on_user_error
 from common.inference_args import inference_device
-from scripts.intelligibility import (add_judge_args, check_judge_args, judge_from_args, numbered_lines,
-                                     pair_wavs_with_lines, render_with_espeak)
+from scripts.intelligibility import (ESPEAK_RATE, ESPEAK_VOICE, add_judge_args, check_judge_args, judge_from_args,
+                                     numbered_lines, pair_wavs_with_lines, render_with_espeak)
 from tacotron2.api import Synthesizer
 from wav2vec2.decoding import error_rates
 
@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--half-lstm-weights", action=argparse.BooleanOptionalAction, default=None,
                         help="Tacotron 2's 16-bit LSTM weights (inference.py's flag; default: as inference.py)")
     parser.add_argument("--espeak-ceiling", action="store_true",
-                        help="also judge eSpeak NG saying the same lines (en-us, 175 words a minute), once")
+                        help=f"also judge eSpeak NG saying the same lines ({ESPEAK_VOICE}, {ESPEAK_RATE} words a "
+                             "minute, as scripts/intelligibility.py's default), once")
     add_judge_args(parser)
     return parser
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{len(args.seeds)} seeds, {len(texts)} lines each: {rates_line(result['all_seeds'])}")
     if args.espeak_ceiling:
         pairs = pair_wavs_with_lines(output / f"seed_{args.seeds[0]}", Path(args.texts))
-        result["espeak"] = judged(render_with_espeak(pairs, output / "espeak", "en-us", 175))
+        result["espeak"] = judged(render_with_espeak(pairs, output / "espeak", ESPEAK_VOICE, ESPEAK_RATE))
         result["cer_to_espeak"] = result["all_seeds"]["cer"] / max(result["espeak"]["cer"], 1e-9)
         print(f"eSpeak NG saying them: {rates_line(result['espeak'])}; the seeds' pooled CER is "
               f"{result['cer_to_espeak']:.2f} times eSpeak NG's")

@@ -544,11 +544,8 @@ class Decoder(nn.Module):
             return self.int8_step_weights
         attention_rnn, decoder_rnn, attention = self.attention_rnn, self.decoder_rnn, self.attention_layer
 
-        def lstm_weight(cell: nn.LSTMCell) -> Tensor:  # [W_ih | W_hh]; in 16 bits, rounded before the copy
-            if lstm_dtype != torch.float32:
-                return torch.cat([cell.weight_ih.detach().to(lstm_dtype), cell.weight_hh.detach().to(lstm_dtype)],
-                                 dim=1)
-            return torch.cat([cell.weight_ih, cell.weight_hh], dim=1)
+        def lstm_weight(cell: nn.LSTMCell) -> Tensor:  # [W_ih | W_hh]; in 16 bits rounded before the copy
+            return torch.cat([cell.weight_ih.to(lstm_dtype), cell.weight_hh.to(lstm_dtype)], dim=1)
 
         return FastStepWeights(
             attention_lstm=lstm_weight(attention_rnn),

@@ -110,6 +110,7 @@ def check_audio_flags(args: argparse.Namespace) -> None:
 
 
 PRECISION_FLAGS = ("amp", "bf16", "fp32")
+FLAG_OF_PRECISION = {"fp16": "amp", "bf16": "bf16", "fp32": "fp32"}  # the flag that asks for each
 
 
 class ChoosePrecision(argparse.Action):

@@ -166,6 +166,10 @@ class Recipe:
     # Gradients of the micro-batches of one step, on every rank, are weighted by it, so the step's gradient is
     # the mean over all those items. Default: every micro-batch weighs the same.
     loss_items: Callable[[Any, TrainingSettings], int] | None = None
+    # True: with no precision flag (nor a preset's), train in bf16 autocast where the CPU computes bf16 natively
+    # (common/trainer.py: training_precision). Only for a family whose bf16 training curve was measured within
+    # common/trainer.py's BF16_TRAINING_TOLERANCE of fp32's, and ran faster (docs/training.md says which).
+    bf16_on_native_cpu: bool = False
 
     # ---- validation ------------------------------------------------------------------------------------------
     # The validation set's StepOutput.sums, added up -> {name: value} to log (e.g. {"val_wer": 0.15}); default: each

@@ -48,12 +48,31 @@ def configure_backends(settings: TrainingSettings) -> None:
     torch.backends.cudnn.allow_tf32 = settings.tf32
 
 
-def autocast_context(settings: TrainingSettings, device: torch.device):
+# The tolerance a family's bf16 training was held to before it became that family's default on a CPU with native
+# bf16 (Recipe.bf16_on_native_cpu): from one seed on the same batches, the mean training loss of every tenth of a
+# demo preset's run within this share of fp32's (experiments/cpu_bf16 measured it; tests/common/test_trainer_precision.py
+# holds tiny models to it).
+BF16_TRAINING_TOLERANCE = 0.05
+
+
+def training_precision(settings: TrainingSettings, device: torch.device, recipe: Recipe) -> str:
+    """"fp16" (--amp), "bf16" (--bf16) or "fp32" (--fp32), from a flag or a preset; with none of them, bf16 on a CPU
+    that computes it natively for the families measured within BF16_TRAINING_TOLERANCE there
+    (Recipe.bf16_on_native_cpu), else fp32. Autocast keeps the weights and the optimizer's state in fp32, so a
+    checkpoint resumes in either precision."""
     if settings.amp:
-        return torch.autocast(device.type, dtype=torch.float16)
+        return "fp16"
     if settings.bf16:
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return nullcontext()
+        return "bf16"
+    if not settings.fp32 and recipe.bf16_on_native_cpu and device.type == "cpu" and native_bf16():
+        return "bf16"
+    return "fp32"
+
+
+def autocast_context(precision: str, device: torch.device):
+    if precision == "fp32":
+        return nullcontext()
+    return torch.autocast(device.type, dtype=torch.float16 if precision == "fp16" else torch.bfloat16)
 
 
 def summed_over_ranks(sums: dict[str, float]) -> dict[str, float]:
@@ -93,7 +112,8 @@ class Trainer:
         self.context: DistributedContext = init_distributed(force_cpu=settings.cpu, backend=settings.dist_backend,
                                                             timeout_minutes=settings.distributed_timeout)
         self.device = self.context.device
-        if settings.bf16 and self.device.type == "cpu" and not native_bf16() and self.context.is_main:
+        self.precision = training_precision(settings, self.device, recipe)
+        if self.precision == "bf16" and self.device.type == "cpu" and not native_bf16() and self.context.is_main:
             print(f"warning: --bf16: {NO_NATIVE_BF16}; --fp32 trains faster here", file=sys.stderr, flush=True)
         configure_backends(settings)
         seed_everything(settings.seed + self.context.rank)
@@ -119,7 +139,8 @@ class Trainer:
             for group in optimizer.param_groups:  # the schedule multiplies this; it is saved with the optimizer
                 group.setdefault("initial_lr", group["lr"])
         # One loss scaler per optimizer: an fp16 overflow in one part's gradients does not skip the other's step.
-        self.scalers = {name: torch.amp.GradScaler(self.device.type, enabled=settings.amp) for name in self.optimizers}
+        self.scalers = {name: torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
+                        for name in self.optimizers}
         self.step_skipped: set[str] = set()  # optimizers whose step this iteration saw a non-finite loss
         self.schedule = recipe.lr_schedule(settings) if recipe.lr_schedule is not None else schedule_of(settings)
 
@@ -162,8 +183,8 @@ class Trainer:
         return build(self.settings, dataset, context)
 
     def autocast(self):
-        """The precision context of this run (--amp, --bf16 or none), for recipes' own train steps too."""
-        return autocast_context(self.settings, self.device)
+        """The precision context of this run (training_precision's), for recipes' own train steps too."""
+        return autocast_context(self.precision, self.device)
 
     # ---- the run -----------------------------------------------------------------------------------------------
 
@@ -570,7 +591,7 @@ class Trainer:
         global_batch = batch_size * self.context.world_size * settings.grad_accumulation if batch_size else None
         self.logger.parameters({"model_name": self.recipe.name, "world_size": self.context.world_size,
                                 "device": str(self.device), "global_batch_size": global_batch,
-                                **flag_values(settings), **self.audio_params.to_dict(),
+                                **flag_values(settings), "precision": self.precision, **self.audio_params.to_dict(),
                                 "model_config": self.model_config})
         for metric, metric_unit in [("train_loss", None), ("val_loss", None), ("train_items_per_sec", f"{unit}/s"),
                                     ("val_items_per_sec", f"{unit}/s"), ("train_iter_time", "s"),
@@ -581,7 +602,7 @@ class Trainer:
             batching = f", global batch {global_batch}" if global_batch else ""
             print(f"{self.recipe.name}: {parameters:,} parameters, {len(self.data.train)} training and "
                   f"{len(self.data.validation)} validation items, {self.context.world_size} process(es) on "
-                  f"{self.device}{batching}", flush=True)
+                  f"{self.device} in {self.precision}{batching}", flush=True)
 
     def _progress_bar(self, total: int):
         """A tqdm bar on a terminal; in a log file (no terminal) per-iteration DLL lines instead."""

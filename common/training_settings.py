@@ -66,7 +66,8 @@ class TrainingSettings:
     cpu: bool = flag(False, "run on the CPU even if a GPU is present", group=TRAINING)
     amp: bool = flag(False, "fp16 mixed precision", action=ChoosePrecision, group=TRAINING)
     bf16: bool = flag(False, "bf16 mixed precision", action=ChoosePrecision, group=TRAINING)
-    fp32: bool = flag(False, "full precision (the default; the last of --amp, --bf16 and --fp32 wins, over a "
+    fp32: bool = flag(False, "full precision (the default, but for HiFi-GAN and wav2vec 2.0 on a CPU that computes "
+                             "bf16 natively, which train in bf16; the last of --amp, --bf16 and --fp32 wins, over a "
                              "preset's too)", action=ChoosePrecision, group=TRAINING)
     tf32: bool = flag(True, "TF32 matmuls and convolutions on Ampere and newer GPUs", group=TRAINING)
     compile: bool = flag(False, "torch.compile the model's hot loops (what each family compiles: "

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from common import checkpoint as ckpt
+from common.arguments import FLAG_OF_PRECISION
 from common.audio import AudioParams
 from common.errors import UserError
 from common.recipe import BatchingContext, Recipe
@@ -273,6 +274,7 @@ def training_state(trainer, rng_states: list) -> dict:
         "world_size": trainer.context.world_size,
         "rng_states": rng_states,
         "args": flag_values(trainer.settings),
+        "precision": trainer.precision,
         "resumed_epoch": resumed_epoch_in_progress(trainer),
     }
 
@@ -363,6 +365,12 @@ def restore_training_state(trainer, path: Path, flag: str) -> None:
         seed_everything(trainer.settings.seed + 7919 * trainer.epoch + rank)
     print(f"resumed from {path}: epoch {trainer.epoch}, step {trainer.iteration}, "
           f"{trainer.batches_done_in_epoch} batches into the epoch", flush=True)
+    trained_in = state.get("precision")  # checkpoints before 2026-12 do not say
+    if trained_in is not None and trained_in != trainer.precision and trainer.context.is_main:
+        # A requeued job may land on a CPU of another kind, whose default differs: the run goes on, from the same
+        # fp32 weights and optimizer state, but not step for step as it would have.
+        print(f"note: {path} trained in {trained_in}, this run trains in {trainer.precision} (this machine's "
+              f"default, or a flag); --{FLAG_OF_PRECISION[trained_in]} keeps its precision", file=sys.stderr, flush=True)
     trainer.fine_tune_epoch_start = state.get("fine_tune_epoch_start")
     in_place = trainer.recipe.in_place_start
     if in_place is not None and in_place.asked(trainer.settings) and trainer.fine_tune_epoch_start is None:

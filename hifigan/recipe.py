@@ -311,6 +311,9 @@ RECIPE = Recipe(
     train_step=train_step,
     lr_schedule=lr_schedule,
     batch_sampler=crops_or_whole_utterances,
+    # bf16 on a CPU with native bf16, unless a flag says otherwise: 1.41x the fp32 step, its loss curve within 3.4 %
+    # (experiments/cpu_bf16)
+    bf16_on_native_cpu=True,
     validation_metrics=validation_metrics,
     validation_report=validation_report,
     config_from_reference=arg_parser.config_from_reference,

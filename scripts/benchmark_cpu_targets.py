@@ -24,17 +24,20 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               (quantize="int8": int8 linear layers and feature-extractor convolutions),
                               compiled-int8 (both)
   hifigan-train      >= 1.3x  a training step of generator v1 + MPD + MSD through the shared Trainer (hifigan/recipe.py's
-                              step), batch 4, segment 8192: eager (--no-fused-optimizer: torch's AdamW looping
-                              over the tensors, as the reference runs on a CPU), default (fused AdamW), compiled
-                              (the default and train.py --compile)
+                              step), batch 4, segment 8192: eager (--fp32 --no-fused-optimizer: torch's AdamW
+                              looping over the tensors, in fp32, as the reference runs on a CPU), default (no flag:
+                              fused AdamW, in bf16 where the CPU computes it natively, else fp32), fp32 (--fp32: the
+                              default in fp32; timed where the default is bf16), compiled (the default and train.py
+                              --compile)
   wav2vec2-pretrain  >= 1.3x  a Base pre-training step (configs/wav2vec2_pretrain_base.json, Hourglass factor 4)
-                              through the shared Trainer, 250,000 samples per batch: eager, default, compiled, as
-                              hifigan-train's
+                              through the shared Trainer, 250,000 samples per batch: eager, default, fp32,
+                              compiled, as hifigan-train's
   waveglow-infer     GFLOP/s  WaveGlow-256 on 86 mel frames (scripts/benchmark_speed.py's target): eager, fast,
                               compiled
 
 Where the CPU computes bf16 natively (AVX512-BF16 or AMX; the header says), a bf16 path (the default path under bf16
 autocast: --bf16) is timed beside the others unless --bf16 off; where bf16 is emulated it is skipped unless --bf16 on.
+(The training steps' default is bf16 there already: their bf16 path is timed only where bf16 is not native.)
 Each target's verdict also says how its default path (DEFAULT_PATH: what a user gets without a flag) compares with
 eager: a default below eager is marked.
 
@@ -169,8 +172,8 @@ def training_steps(name: str, what: str, argv: list[str], output: Path, paths: l
     def step_with(path: str) -> Callable[[], None]:
         nonlocal batch
         args = train.parse_run_args(argv + ["-o", str(output / path), "--epochs", "1"] +
-                                    {"eager": ["--no-fused-optimizer"], "compiled": ["--compile"],
-                                     "bf16": ["--bf16"]}.get(path, []))
+                                    {"eager": ["--fp32", "--no-fused-optimizer"], "fp32": ["--fp32"],
+                                     "compiled": ["--compile"], "bf16": ["--bf16"]}.get(path, []))
         trainer = Trainer.from_args(get_recipe(args.model_name), args)
         trainer.model.train()
         trainer.train_sampler.set_epoch(0)
@@ -272,6 +275,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with_bf16 = options.bf16 == "on" or (options.bf16 == "auto" and native_bf16())
     compiled = ["compiled"] if options.compile else []
     bf16 = ["bf16"] if with_bf16 else []
+    # The training steps' default (train.py with no precision flag) is bf16 where bf16 is native: there their fp32
+    # path is the default in fp32, and their bf16 path the default itself.
+    training = ["eager", "default", *compiled, *(["fp32"] if native_bf16() else bf16)]
     peak = fp32_peak_gflops(256 if options.quick else 2048)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}, native bf16: {native_bf16()}, bf16 paths: "
@@ -286,8 +292,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "wav2vec2-infer": lambda: wav2vec2_inference(sizes, ["eager", *compiled, "int8",
                                                              *(["compiled-int8"] if options.compile else []), *bf16],
                                                      folder),
-        "hifigan-train": lambda: hifigan_training(sizes, ["eager", "default", *compiled, *bf16], folder),
-        "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, ["eager", "default", *compiled, *bf16], folder),
+        "hifigan-train": lambda: hifigan_training(sizes, training, folder),
+        "wav2vec2-pretrain": lambda: wav2vec2_pretraining(sizes, training, folder),
         "waveglow-infer": lambda: benchmark_speed.waveglow_inference(sizes.speed, "fp32", ["eager", "fast",
                                                                                           *compiled, *bf16]),
     }

@@ -132,7 +132,9 @@ def family_of(name: str) -> Family:
 
 
 def run_args(name: str, corpus, output: Path, *extra: str, batch_size: int | None = None) -> list[str]:
-    """train.py arguments for family `name`'s tiny model on its synthetic corpus, on the CPU; `extra` flags win."""
+    """train.py arguments for family `name`'s tiny model on its synthetic corpus, on the CPU, in fp32 (the pinned
+    losses are fp32's on every CPU; a family's bf16 default where bf16 is native is tests/common/
+    test_trainer_precision.py's); `extra` flags win."""
     family = family_of(name)
     if family.max_tokens is not None:  # a speech-recognition corpus in fairseq's layout
         data = ["--data", str(corpus.directory), "--max-tokens", str(family.max_tokens)]
@@ -140,7 +142,7 @@ def run_args(name: str, corpus, output: Path, *extra: str, batch_size: int | Non
         data = ["-d", str(corpus.dataset_dir), "--training-files", str(corpus.train_filelist),
                 "--validation-files", str(corpus.val_filelist), "-bs", str(batch_size or family.batch_size)]
     return ["-m", name, "-o", str(output), *data, "-lr", str(family.learning_rate), "--seed", str(family.seed),
-            "--num-workers", "0", "--quiet", "--cpu", *family.flags, *extra]
+            "--num-workers", "0", "--quiet", "--cpu", "--fp32", *family.flags, *extra]
 
 
 def corpus_of(name: str, request):

@@ -260,6 +260,9 @@ RECIPE = Recipe(
     text_processor=text_processor,
     batch_sampler=max_tokens_batches,
     loss_items=loss_items,
+    # bf16 on a CPU with native bf16, unless a flag says otherwise: pre-training 1.49x and fine-tuning 1.41x the fp32
+    # step, their loss curves within 2.2 % and 0.6 % (experiments/cpu_bf16)
+    bf16_on_native_cpu=True,
     validation_metrics=validation_metrics,
     best_checkpoint_metric="val_wer",
     translate_argv=arg_parser.translate_argv,

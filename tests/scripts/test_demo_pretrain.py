@@ -57,10 +57,13 @@ def test_quick_demo_pretrains_finetunes_both_starts_and_reports(tmp_path):
     # both fine-tunes ran with the same settings but the start, half the frames masked (FINETUNE_MASK_PROB)
     settings = {folder: parameters(output / folder / "nvlog.json")
                 for folder in ("finetune_pretrained", "finetune_random")}
+    # pre-training too runs in fp32, as measured, though train.py's default is bf16 where the CPU has it natively
+    assert parameters(output / "pretrain" / "nvlog.json")["precision"] == "fp32"
     models = {folder: settings[folder].pop("model_config") for folder in settings}
     assert models["finetune_pretrained"]["mask_prob"] == models["finetune_random"]["mask_prob"] == 0.5
     # ... in fp32 and without channel masks, as measured, though the ASR preset they share trains in bf16 with them
     assert (settings["finetune_pretrained"]["fp32"], settings["finetune_pretrained"]["bf16"]) == (True, False)
+    assert settings["finetune_pretrained"]["precision"] == "fp32"
     assert models["finetune_pretrained"]["mask_channel_prob"] == models["finetune_random"]["mask_channel_prob"] == 0
     differing = {key for key in settings["finetune_pretrained"]
                  if settings["finetune_pretrained"][key] != settings["finetune_random"].get(key)}

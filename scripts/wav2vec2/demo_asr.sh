@@ -62,16 +62,11 @@ if [ "$ACCENT_SHARE" = 0 ]; then
 else
     ensure_accent_copy "$DATA_DIR" "$TRAIN_DATA_DIR" "$ACCENT_SHARE" "$ACCENT_VARIANTS" "$ACCENT_KEEP_VOICES"
 fi
-# The preset trains in bf16 where the CPU computes it natively; an AVX2-only CPU emulates bf16 matrix products about
-# 20 times slower than fp32 (common/cpu.py), so there the demo trains in fp32 (a --bf16 given to this script wins).
-precision=()
-if ! "$PYTHON" -m common.cpu; then
-    echo "demo-asr: this CPU has no native bf16 (avx512_bf16, amx_bf16): training in fp32"
-    precision=(--fp32)
-fi
+# train.py's default precision: bf16 where the CPU computes it natively, fp32 on an AVX2-only CPU, which emulates
+# bf16 matrix products about 20 times slower (docs/training.md); a precision flag given to this script wins.
 train_start=$(date +%s)
 "$PYTHON" train.py -m wav2vec2 finetune --config-file "$CONFIG" --data "$TRAIN_DATA_DIR" -o "$OUTPUT_DIR" \
-    --resume-from-last --quiet ${precision[@]+"${precision[@]}"} ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@"
+    --resume-from-last --quiet ${QUICK_FLAGS[@]+"${QUICK_FLAGS[@]}"} "$@"
 train_seconds=$(( $(date +%s) - train_start ))
 checkpoint="$OUTPUT_DIR/checkpoint_wav2vec2_last.pt"
 # Each split twice: greedy CTC (the recognizer alone), and a CTC beam search with a word 2-gram language model of the

@@ -114,21 +114,17 @@ def test_accent_share_0_trains_on_the_corpus_as_built(tmp_path, python_stand_in)
     assert not (tmp_path / "asr_accent").exists()
 
 
-@pytest.mark.parametrize("native_bf16", [True, False])
-def test_training_is_fp32_where_the_cpu_emulates_bf16(tmp_path, python_stand_in, native_bf16):
-    """The preset's bf16 only where `python -m common.cpu` says the CPU computes it (the stand-in answers as told):
-    elsewhere --fp32, said on the way, before the user's own flags (a --bf16 given to the script wins)."""
-    answer = "0" if native_bf16 else "1"
-    python_stand_in.path.write_text(python_stand_in.path.read_text() + f'[ "$*" = "-m common.cpu" ] && exit {answer}\n'
-                                    "exit 0\n")
-    completed = run_demo(tmp_path / "asr", tmp_path / "demo", "--bf16", PYTHON=str(python_stand_in.path),
-                         ACCENT_SHARE="0")
-    assert completed.returncode == 0, completed.stderr
-    (training,) = [command for command in python_stand_in.commands() if command[0] == "train.py"]
-    assert ("--fp32" in training) == (not native_bf16) and training[-1] == "--bf16"
-    if not native_bf16:
-        assert training.index("--fp32") < training.index("--bf16")
-        assert "demo-asr: this CPU has no native bf16 (avx512_bf16, amx_bf16): training in fp32" in completed.stdout
+def test_training_takes_train_pys_precision_unless_the_user_gives_one(tmp_path, python_stand_in):
+    """No precision flag of the script's own or the preset's: train.py's default chooses by the CPU (bf16 where it is
+    native: tests/common/test_trainer_precision.py); the user's own flag reaches train.py."""
+    for extra in ([], ["--bf16"]):
+        completed = run_demo(tmp_path / "asr", tmp_path / "demo", *extra, PYTHON=str(python_stand_in.path),
+                             ACCENT_SHARE="0")
+        assert completed.returncode == 0, completed.stderr
+        training = [command for command in python_stand_in.commands() if command[0] == "train.py"][-1]
+        assert [flag for flag in training if flag in ("--amp", "--bf16", "--fp32")] == extra
+    preset = json.loads((ROOT / "configs/wav2vec2_asr_demo.json").read_text())
+    assert not {key for section in preset.values() for key in section} & {"amp", "bf16", "fp32"}
 
 
 # The stamp of a corpus of NUM_UTTERANCES=12 OPEN_UTTERANCES=8, what run_corpus_function builds.

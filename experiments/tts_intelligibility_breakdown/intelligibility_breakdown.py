@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tacotron2", required=True, help="the Tacotron 2 checkpoint to judge")
     parser.add_argument("--hifigan", default=None, help="also vocode with this HiFi-GAN checkpoint")
     parser.add_argument("--melinverter", default=None,
-                        help="also vocode with this mel inverter checkpoint (and Griffin-Lim's default phase)")
+                        help="also vocode with this mel inverter checkpoint (and Griffin-Lim's phase: a row for each "
+                             "--phase-iterations)")
     parser.add_argument("-d", "--dataset-path", default="data/synthetic", help="the corpus the filelist is in")
     sentences = parser.add_mutually_exclusive_group()
     sentences.add_argument("--filelist", default="filelists/synthetic_audio_text_test.txt",

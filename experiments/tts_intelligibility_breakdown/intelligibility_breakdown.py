@@ -110,14 +110,15 @@ def load_synthesizer(tacotron2: str, hifigan: str | None):
     return Synthesizer.from_args(inference.build_parser().parse_args(flags))
 
 
-def load_melinverter(path: str, phase_iterations: int):
+def load_melinverters(path: str, phase_iterations: list[int]) -> list:
+    """The mel inverter of `path` (read once) as a vocoder for each count of Griffin-Lim's phase iterations."""
     from common.vocoder import VocoderSettings
-    from melinverter.vocoder import load_vocoder
+    from melinverter.vocoder import MelInverterVocoder, load_vocoder
 
     inverter = load_vocoder(VocoderSettings(name="MelInverter", checkpoint=path, checkpoint_flag="--melinverter"),
                             torch.device("cpu"), torch.float32)
-    inverter.n_iters = phase_iterations
-    return inverter
+    return [MelInverterVocoder(inverter.model, inverter.audio_params, iterations, inverter.momentum)
+            for iterations in phase_iterations]
 
 
 def espeak_entries(texts: str, limit: int, folder: Path) -> list[FilelistEntry]:
@@ -152,8 +153,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.hifigan:
         vocoders.append((f"HiFi-GAN ({args.hifigan})", lambda mel: synthesizer.vocoder(mel.unsqueeze(0)).float()[0]))
     if args.melinverter:
-        for iterations in args.phase_iterations:
-            inverter = load_melinverter(args.melinverter, iterations)
+        for iterations, inverter in zip(args.phase_iterations,
+                                        load_melinverters(args.melinverter, args.phase_iterations)):
             vocoders.append((f"mel inverter + fast Griffin-Lim, {iterations} iterations ({args.melinverter})",
                              lambda mel, inverter=inverter: inverter(mel.unsqueeze(0))[0]))
 

@@ -9,6 +9,7 @@ with other parameters.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,8 +218,21 @@ GRIFFIN_LIM_POWER = 1.0
 GRIFFIN_LIM_MOMENTUM = 0.99
 
 
+# Where fast Griffin-Lim starts: "pghi" (phase_gradient_heap_integration) or "random" phases. From the same 32
+# iterations PGHI reaches the spectral convergence random phases reach after about 90 (experiments/griffin_lim_phase).
+PHASE_INITS = ("pghi", "random")
+GRIFFIN_LIM_PHASE_INIT = "pghi"
+# Bins more than 40 dB below the spectrogram's peak keep a random phase: integrating them too costs 3x the time and
+# changes nothing after the iterations.
+PGHI_RELATIVE_TOLERANCE = 1e-2
+# The constant of a Hann window of length L in the phase-gradient relations: gamma = 0.25645 * L ** 2 (Prusa,
+# Balazs and Sondergaard, "A noniterative method for reconstruction of phase from STFT magnitude", 2017).
+HANN_GAMMA_PER_SQUARED_LENGTH = 0.25645
+
+
 def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = GRIFFIN_LIM_ITERS,
-                power: float = GRIFFIN_LIM_POWER, momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0) -> torch.Tensor:
+                power: float = GRIFFIN_LIM_POWER, momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0,
+                phase_init: str = GRIFFIN_LIM_PHASE_INIT) -> torch.Tensor:
     """Vocoder-free inversion: log mel (B, n_mel, T) -> audio (B, T * hop_length).
 
     The linear magnitude is the least-squares inverse of the filterbank (clamped at zero), raised to `power` (above 1
@@ -229,7 +243,7 @@ def griffin_lim(log_mel: torch.Tensor, params: AudioParams = AudioParams(), n_it
     if log_mel.dim() == 2:
         log_mel = log_mel.unsqueeze(0)
     magnitude = least_squares_magnitude(log_mel, params) ** power
-    return griffin_lim_phase(magnitude, params, n_iters, momentum, seed)
+    return griffin_lim_phase(magnitude, params, n_iters, momentum, seed, phase_init)
 
 
 def least_squares_magnitude(log_mel: torch.Tensor, params: AudioParams = AudioParams()) -> torch.Tensor:
@@ -243,20 +257,29 @@ def least_squares_magnitude(log_mel: torch.Tensor, params: AudioParams = AudioPa
 
 
 def griffin_lim_phase(magnitude: torch.Tensor, params: AudioParams = AudioParams(), n_iters: int = GRIFFIN_LIM_ITERS,
-                      momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0) -> torch.Tensor:
-    """Audio (B, T * hop_length) whose STFT magnitude approaches `magnitude` (B, filter_length // 2 + 1, T): the phase
-    starts random and is found iteratively. With momentum > 0 this is the "fast Griffin-Lim" of Perraudin, Balazs
-    and Sondergaard (2013): each new phase estimate overshoots along its last change, which converges in far fewer
-    iterations; momentum 0 is the original algorithm. The audio is scaled to a peak of 0.95.
+                      momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0,
+                      phase_init: str = GRIFFIN_LIM_PHASE_INIT) -> torch.Tensor:
+    """Audio (B, T * hop_length) whose STFT magnitude approaches `magnitude` (B, filter_length // 2 + 1, T). The
+    phase starts from phase_gradient_heap_integration's estimate ("pghi") or at random ("random"; the bins PGHI
+    leaves out start random too) and is refined iteratively. With momentum > 0 this is the "fast Griffin-Lim" of
+    Perraudin, Balazs and Sondergaard (2013): each new phase estimate overshoots along its last change, which
+    converges in far fewer iterations; momentum 0 is the original algorithm. The audio is scaled to a peak of 0.95.
     """
     if not 0.0 <= momentum < 1.0:
         raise ValueError(f"Griffin-Lim momentum must be in [0, 1), got {momentum}")
+    if phase_init not in PHASE_INITS:
+        raise ValueError(f"Griffin-Lim phase_init must be one of {PHASE_INITS}, got {phase_init!r}")
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    angles = 2 * np.pi * torch.rand(magnitude.shape, generator=generator)
+    if phase_init == "pghi":
+        flat = magnitude.detach().reshape(-1, *magnitude.shape[-2:]).cpu()
+        estimated = torch.stack([phase_gradient_heap_integration(one, params) for one in flat]).reshape(angles.shape)
+        angles = torch.where(torch.isnan(estimated), angles, estimated.float())
+    phases = torch.polar(torch.ones_like(angles), angles).to(magnitude.device)
     window = torch.hann_window(params.win_length, periodic=True, device=magnitude.device)
     stft_args = dict(n_fft=params.filter_length, hop_length=params.hop_length, win_length=params.win_length,
                      window=window, center=True)
     length = magnitude.shape[-1] * params.hop_length
-    generator = torch.Generator(device="cpu").manual_seed(seed)
-    phases = torch.exp(2j * np.pi * torch.rand(magnitude.shape, generator=generator)).to(magnitude.device)
     audio = torch.istft(magnitude * phases, length=length, **stft_args)
     # Reflection needs more samples than the filter_length / 2 it pads; a mel of a frame or two gets zeros instead.
     pad_mode = "reflect" if length > params.filter_length // 2 else "constant"
@@ -270,3 +293,52 @@ def griffin_lim_phase(magnitude: torch.Tensor, params: AudioParams = AudioParams
         audio = torch.istft(magnitude * phases, length=length, **stft_args)
     peak = audio.abs().amax(dim=-1, keepdim=True).clamp(min=1e-8)
     return audio / peak * 0.95
+
+
+def phase_gradient_heap_integration(magnitude: torch.Tensor, params: AudioParams = AudioParams(),
+                                    relative_tolerance: float = PGHI_RELATIVE_TOLERANCE) -> torch.Tensor:
+    """A phase for an STFT magnitude (filter_length // 2 + 1, T) without iterating: Phase Gradient Heap Integration
+    (Prusa, Balazs and Sondergaard, 2017). For a Gaussian-like window the phase's derivatives follow from the log
+    magnitude's: along time, the bin's frequency corrected by the magnitude's slope across frequency; along
+    frequency, the magnitude's slope across time (and pi from torch.stft's frame-start phase reference). The phase
+    is integrated from the loudest bin outwards, always from the loudest bin already reached, so that errors start
+    where the magnitude is reliable. Bins below relative_tolerance of the peak are left out: NaN in the result.
+    """
+    bins, frames = magnitude.shape
+    hop, n_fft = params.hop_length, params.filter_length
+    gamma = HANN_GAMMA_PER_SQUARED_LENGTH * params.win_length ** 2
+    log_magnitude = torch.log(magnitude.double().clamp(min=1e-30))
+    slope_across_frequency = torch.gradient(log_magnitude, dim=0)[0] if bins > 1 else torch.zeros_like(log_magnitude)
+    slope_across_time = torch.gradient(log_magnitude, dim=1)[0] if frames > 1 else torch.zeros_like(log_magnitude)
+    bin_frequency = 2 * np.pi * hop * torch.arange(bins, dtype=torch.float64).unsqueeze(1) / n_fft
+    step_in_time = (hop * n_fft / gamma) * slope_across_frequency + bin_frequency
+    step_in_frequency = np.pi - (gamma / (hop * n_fft)) * slope_across_time
+
+    # Plain Python lists and a heap: one pass over the reached bins, each index i = bin * frames + frame.
+    flat_magnitude = magnitude.double().reshape(-1)
+    reached = flat_magnitude > relative_tolerance * float(flat_magnitude.max())
+    loudest_first = torch.argsort(flat_magnitude, descending=True)
+    loudest_first = loudest_first[reached[loudest_first]].tolist()
+    magnitudes, time_steps, frequency_steps = (flat_magnitude.tolist(), step_in_time.reshape(-1).tolist(),
+                                               step_in_frequency.reshape(-1).tolist())
+    waiting = bytearray(reached.to(torch.uint8).numpy().tobytes())
+    phase = [math.nan] * (bins * frames)
+    for start in loudest_first:
+        if not waiting[start]:
+            continue
+        waiting[start] = 0
+        phase[start] = 0.0  # a new region's phase is free: only differences within a region are known
+        heap = [(-magnitudes[start], start)]
+        while heap:
+            _, index = heapq.heappop(heap)
+            frame = index % frames
+            neighbours = ((index + 1, time_steps, frame + 1 < frames), (index - 1, time_steps, frame > 0),
+                          (index + frames, frequency_steps, index + frames < bins * frames),
+                          (index - frames, frequency_steps, index >= frames))
+            for neighbour, steps, inside in neighbours:
+                if inside and waiting[neighbour]:
+                    step = (steps[index] + steps[neighbour]) / 2
+                    phase[neighbour] = phase[index] + (step if neighbour > index else -step)
+                    waiting[neighbour] = 0
+                    heapq.heappush(heap, (-magnitudes[neighbour], neighbour))
+    return torch.tensor(phase, dtype=torch.float64).reshape(bins, frames)

@@ -19,7 +19,8 @@ from typing import Any, Callable, Protocol
 import torch
 
 from common.arguments import add_dataclass_args, config_from_args, flag, non_negative_int, positive_float, probability
-from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_POWER, AudioParams, griffin_lim
+from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_PHASE_INIT, GRIFFIN_LIM_POWER, PHASE_INITS,
+                          AudioParams, griffin_lim)
 from common.checkpoint import describe_source, load_checkpoint
 from common.denoise import DenoiserSettings, add_denoiser_args
 from common.errors import UserError
@@ -48,6 +49,9 @@ class GriffinLimSettings:
     griffin_lim_momentum: float = flag(GRIFFIN_LIM_MOMENTUM, "fast Griffin-Lim's momentum in [0, 1); 0 is the "
                                                              "original algorithm (default: %(default)s)",
                                        type=probability)
+    griffin_lim_phase_init: str = flag(GRIFFIN_LIM_PHASE_INIT, "where Griffin-Lim's phase starts: pghi (estimated "
+                                                               "from the magnitude, no iterations) or random "
+                                                               "(default: %(default)s)", choices=PHASE_INITS)
 
 
 @dataclass
@@ -87,13 +91,13 @@ class GriffinLimVocoder:
     name = "griffin_lim"
 
     def __init__(self, audio_params: AudioParams, n_iters: int = GRIFFIN_LIM_ITERS, power: float = GRIFFIN_LIM_POWER,
-                 momentum: float = GRIFFIN_LIM_MOMENTUM):
+                 momentum: float = GRIFFIN_LIM_MOMENTUM, phase_init: str = GRIFFIN_LIM_PHASE_INIT):
         self.audio_params = audio_params
-        self.n_iters, self.power, self.momentum = n_iters, power, momentum
+        self.n_iters, self.power, self.momentum, self.phase_init = n_iters, power, momentum, phase_init
 
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
         return griffin_lim(mel.float(), self.audio_params, n_iters=self.n_iters, power=self.power,
-                           momentum=self.momentum)
+                           momentum=self.momentum, phase_init=self.phase_init)
 
 
 def checkpoint_flag(vocoder_name: str) -> str:
@@ -208,7 +212,7 @@ def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.d
     griffin_lim = settings.griffin_lim
     if name == GRIFFIN_LIM:
         return GriffinLimVocoder(mel_audio_params, griffin_lim.griffin_lim_iters, griffin_lim.griffin_lim_power,
-                                 griffin_lim.griffin_lim_momentum)
+                                 griffin_lim.griffin_lim_momentum, griffin_lim.griffin_lim_phase_init)
     spec = vocoder_spec(name)
     if spec is None:
         raise UserError(f"{option}: the {name} vocoder is not available in this installation")

@@ -1,5 +1,6 @@
 """The mel inverter as the vocoder of inference.py: the inverter's linear magnitude, then fast Griffin-Lim's phase
-(common/audio.py), with the same --griffin-lim-iters and --griffin-lim-momentum as Griffin-Lim alone:
+(common/audio.py), with the same --griffin-lim-iters, --griffin-lim-momentum and --griffin-lim-phase-init as
+Griffin-Lim alone:
 
     python inference.py -i phrases/phrase.txt -o out/ --tacotron2 T.pt --melinverter M.pt
     python inference.py ... --vocoder MelInverter --vocoder-checkpoint M.pt
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, AudioParams, griffin_lim_phase
+from common.audio import GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_PHASE_INIT, AudioParams, griffin_lim_phase
 from common.errors import UserError
 from common.trained_model import load_trained_model
 from common.vocoder import VocoderSettings, VocoderSpec
@@ -22,13 +23,15 @@ class MelInverterVocoder:
     name = "melinverter"
 
     def __init__(self, model: MelInverter, audio_params: AudioParams, n_iters: int = GRIFFIN_LIM_ITERS,
-                 momentum: float = GRIFFIN_LIM_MOMENTUM):
-        self.model, self.audio_params, self.n_iters, self.momentum = model, audio_params, n_iters, momentum
+                 momentum: float = GRIFFIN_LIM_MOMENTUM, phase_init: str = GRIFFIN_LIM_PHASE_INIT):
+        self.model, self.audio_params = model, audio_params
+        self.n_iters, self.momentum, self.phase_init = n_iters, momentum, phase_init
 
     @torch.no_grad()
     def __call__(self, mel: torch.Tensor) -> torch.Tensor:
         magnitude = torch.exp(self.model(mel.float()))
-        return griffin_lim_phase(magnitude, self.audio_params, self.n_iters, self.momentum)
+        return griffin_lim_phase(magnitude, self.audio_params, self.n_iters, self.momentum,
+                                 phase_init=self.phase_init)
 
 
 def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.dtype) -> MelInverterVocoder:
@@ -40,8 +43,10 @@ def load_vocoder(settings: VocoderSettings, device: torch.device, dtype: torch.d
     # `inference.py -m MelInverter` offers no Griffin-Lim flags (they belong to text to wav's vocoder choice): there
     # the settings keep their defaults.
     return MelInverterVocoder(model, AudioParams.from_dict(checkpoint["audio_params"]),
-                              settings.griffin_lim.griffin_lim_iters, settings.griffin_lim.griffin_lim_momentum)
+                              settings.griffin_lim.griffin_lim_iters, settings.griffin_lim.griffin_lim_momentum,
+                              settings.griffin_lim.griffin_lim_phase_init)
 
 
 VOCODER = VocoderSpec(name=RECIPE.name, load=load_vocoder,
-                      griffin_lim_settings=("griffin_lim_iters", "griffin_lim_momentum"))
+                      griffin_lim_settings=("griffin_lim_iters", "griffin_lim_momentum",
+                                            "griffin_lim_phase_init"))

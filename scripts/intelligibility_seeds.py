@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from common.arguments import positive_int
-from common.audio import save_wav
+from common.audio import PHASE_INITS, save_wav
 from common.errors import UserError, exit_on_user_error
 from common.inference_args import inference_device
 from scripts.intelligibility import (ESPEAK_RATE, ESPEAK_VOICE, add_judge_args, check_judge_args, judge_from_args,
@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--griffin-lim-iters", type=positive_int, default=None, metavar="N",
                         help="Griffin-Lim's phase iterations, of griffin-lim or a mel inverter (inference.py's flag; "
                              "default: as inference.py)")
+    parser.add_argument("--griffin-lim-phase-init", choices=PHASE_INITS, default=None,
+                        help="where that phase starts (inference.py's flag; default: as inference.py)")
     parser.add_argument("--espeak-ceiling", action="store_true",
                         help=f"also judge eSpeak NG saying the same lines ({ESPEAK_VOICE}, {ESPEAK_RATE} words a "
                              "minute, as scripts/intelligibility.py's default), once")
@@ -73,13 +75,16 @@ def main(argv: list[str] | None = None) -> dict:
         raise UserError(f"--seeds {' '.join(map(str, args.seeds))} repeats a seed: give each once")
     check_judge_args(args)
     texts = list(numbered_lines(Path(args.texts)).items())
-    phase = {} if args.griffin_lim_iters is None else {"griffin_lim_iters": args.griffin_lim_iters}
+    phase = {name: value for name, value in (("griffin_lim_iters", args.griffin_lim_iters),
+                                             ("griffin_lim_phase_init", args.griffin_lim_phase_init))
+             if value is not None}
     synthesizer = Synthesizer.from_checkpoints(args.tacotron2, args.vocoder, device=inference_device(args),
                                                half_lstm_weights=args.half_lstm_weights, **phase)
     judged = judge_from_args(args)  # as scripts/intelligibility.py's: they judge alike
     output = Path(args.output)
     result = {"judge": args.judge, "asr": args.asr, "tacotron2": args.tacotron2, "vocoder": args.vocoder,
-              "griffin_lim_iters": args.griffin_lim_iters, "texts": args.texts, "lm": args.lm, "seeds": {}}
+              "griffin_lim_iters": args.griffin_lim_iters, "griffin_lim_phase_init": args.griffin_lim_phase_init,
+              "texts": args.texts, "lm": args.lm, "seeds": {}}
     for seed in args.seeds:
         folder = output / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -267,6 +267,23 @@ def flag(default, help: str | None = None, **keywords) -> dataclasses.Field:
     return dataclasses.field(**default_keyword, metadata={"help": help, **keywords})
 
 
+def check_values_as_flags(settings) -> None:
+    """Refuse a settings dataclass's value that its flag would refuse (the flag's `type` check, e.g. positive_int, and
+    its `choices`), in a UserError naming the setting as the Python API takes it: values given in Python are checked as
+    the command line's and a preset's are. None (a flag's "not given") and lists are left to the code that reads them."""
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        if value is None or isinstance(value, (bool, list, tuple, dict)):
+            continue
+        check, choices = field.metadata.get("type"), field.metadata.get("choices")
+        try:
+            converted = check(str(value)) if check is not None else value
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            raise UserError(f"{field.name}={value!r}: {error}") from None
+        if choices is not None and converted not in choices:
+            raise UserError(f"{field.name}={value!r}: choose one of {', '.join(map(str, choices))}")
+
+
 def required_flag(help: str | None = None, **keywords) -> dataclasses.Field:
     """A field without a default whose flag the command line (or a preset) must give, as flag() takes it."""
     return dataclasses.field(metadata={"help": help, "required": True, **keywords})

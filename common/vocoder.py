@@ -18,7 +18,8 @@ from typing import Any, Callable, Protocol
 
 import torch
 
-from common.arguments import add_dataclass_args, config_from_args, flag, non_negative_int, positive_float, probability
+from common.arguments import (add_dataclass_args, check_values_as_flags, config_from_args, flag, non_negative_int,
+                              positive_float, probability)
 from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_PHASE_INIT, GRIFFIN_LIM_POWER, PHASE_INITS,
                           AudioParams, griffin_lim)
 from common.checkpoint import describe_source, load_checkpoint
@@ -49,8 +50,9 @@ class GriffinLimSettings:
     griffin_lim_momentum: float = flag(GRIFFIN_LIM_MOMENTUM, "fast Griffin-Lim's momentum in [0, 1); 0 is the "
                                                              "original algorithm (default: %(default)s)",
                                        type=probability)
-    griffin_lim_phase_init: str = flag(GRIFFIN_LIM_PHASE_INIT, "where Griffin-Lim's phase starts: pghi (estimated "
-                                                               "from the magnitude, no iterations) or random "
+    griffin_lim_phase_init: str = flag(GRIFFIN_LIM_PHASE_INIT, "where Griffin-Lim's phase starts: random, or pghi "
+                                                               "(estimated from the magnitude: closer to the "
+                                                               "signal, twice the time at 32 iterations) "
                                                                "(default: %(default)s)", choices=PHASE_INITS)
 
 
@@ -243,7 +245,9 @@ def vocoder_settings_of_options(vocoder: str, options: dict, compile: bool = Fal
         if settings_class is None:
             return None
         names = {setting.name for setting in dataclasses.fields(settings_class) if "set_by" not in setting.metadata}
-        return settings_class(**{key: options.pop(key) for key in sorted(names & set(options))})
+        settings = settings_class(**{key: options.pop(key) for key in sorted(names & set(options))})
+        check_values_as_flags(settings)
+        return settings
 
     settings = VocoderSettings(name=name, checkpoint=checkpoint, checkpoint_flag=option, options=take(family_options),
                                denoiser=take(DenoiserSettings), griffin_lim=take(GriffinLimSettings), compile=compile)

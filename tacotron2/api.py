@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from common.api import api_device, api_dtype, local_checkpoint
-from common.arguments import (config_from_args, flag, non_negative_float, non_negative_int, not_a_flag,
-                              positive_int)
+from common.arguments import (check_values_as_flags, config_from_args, flag, non_negative_float, non_negative_int,
+                              not_a_flag, positive_int)
 from common.audio import LOG_CLAMP_MIN, AudioParams
 from common.checkpoint import load_checkpoint
 from common.cpu import native_bf16, vectorized_half_products
@@ -279,7 +279,8 @@ class Synthesizer:
         name), e.g. max_decoder_steps=1000 (default: the checkpoint's), torchscript=False, fast_decoder=True,
         half_lstm_weights=False, quantize="int8" (CPU only: common/quantization.py), compile=True; sigma_infer=0.6,
         wn_channels=256 (WaveGlow), hifigan_config="config_v1.json", ema=True (HiFi-GAN), denoising_strength=0.01 (the
-        default of synthesize's denoise), griffin_lim_iters=60 (default 32)."""
+        default of synthesize's denoise), griffin_lim_iters=60 (default 32). A value its flag would refuse is a UserError
+        naming the option."""
         device, dtype = api_device(device), api_dtype(precision)
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
@@ -294,6 +295,7 @@ class Synthesizer:
         vocoder_settings = vocoder_settings_of_options(vocoder, vocoder_options, compile=options.get("compile", False))
         settings = SynthesisSettings(batch_size=batch_size,
                                      **{key: value for key, value in options.items() if key in synthesis_names})
+        check_values_as_flags(settings)
         return cls(local_checkpoint(tacotron2, check_hash), vocoder_settings, settings, device, dtype)
 
     @property

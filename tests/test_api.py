@@ -1,6 +1,8 @@
 """The Python API: Synthesizer (tacotron2/api.py) gives the audio inference.py writes, with any vocoder told from its
 file; Recognizer (wav2vec2/api.py) gives the transcripts and logits `inference.py -m wav2vec2` writes, from paths,
 arrays of any rate, or a Hugging Face folder; both refuse bad arguments with one clear error."""
+import re
+
 import numpy as np
 import pytest
 import soundfile
@@ -131,6 +133,15 @@ def test_bad_arguments_are_one_clear_error(tacotron2_checkpoint, tmp_path):
     save_checkpoint({"something": torch.zeros(1)}, tmp_path / "other.pt")
     with pytest.raises(UserError, match="other.pt is no vocoder checkpoint this project reads"):
         Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, vocoder=tmp_path / "other.pt", device="cpu")
+    # A value is refused as its flag would refuse it, before any model is read.
+    for option, message in ((dict(griffin_lim_iters=-2), "griffin_lim_iters=-2: must be >= 0, got -2"),
+                            (dict(griffin_lim_momentum=1.5), "griffin_lim_momentum=1.5: must be in"),
+                            (dict(griffin_lim_phase_init="zeros"), "griffin_lim_phase_init='zeros': choose one of "
+                                                                   "random, pghi"),
+                            (dict(max_decoder_steps=0), "max_decoder_steps=0: must be >= 1, got 0"),
+                            (dict(quantize="int4"), "quantize='int4': choose one of")):
+        with pytest.raises(UserError, match=f"^{re.escape(message)}"):
+            Synthesizer.from_checkpoints(tacotron2=tmp_path / "missing.pt", device="cpu", **option)
     synthesizer = Synthesizer.from_checkpoints(tacotron2=tacotron2_checkpoint, device="cpu", griffin_lim_iters=1)
     with pytest.raises(UserError, match="the griffin_lim vocoder has no denoiser"):
         synthesizer.synthesize(["Hello."], seed=1, denoise=0.1)

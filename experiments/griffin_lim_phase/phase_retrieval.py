@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
     judged = judge_from_args(args)
     report = {"texts": args.texts, "sentences": len(lines), "judge": args.judge, "asr": args.asr,
               "frames": sum(magnitude.shape[-1] for magnitude in magnitudes), "rows": []}
-    rows = [("eSpeak NG itself", None, None, recordings)]
+    rows = [(None, None, None, recordings)]  # eSpeak NG itself
     with torch.no_grad():
         for phase_init in args.phase_inits:
             for iterations in args.iterations:

@@ -176,7 +176,7 @@ def test_griffin_lim_phase_rebuilds_a_signal_from_its_exact_magnitude():
 
 def test_phase_gradient_heap_integration_starts_where_random_phases_get_after_many_iterations():
     """PGHI's phase, with no iteration, is closer to the signal than random phases after 16 fast iterations; from it,
-    16 iterations beat 32 from random phases (on speech, experiments/griffin_lim_phase)."""
+    16 iterations beat 32 from random phases (on speech too: experiments/griffin_lim_phase)."""
     params = AudioParams()
     target = MelSpectrogram(params).magnitude(amplitude_modulated_chirp().unsqueeze(0))
 

@@ -83,12 +83,12 @@ def test_training_on_the_corpus_beats_the_least_squares_inverse_and_vocodes(synt
     inference.main(["-m", "MelInverter", "-i", str(tmp_path / "out" / "mel_1.pt"), "-o", str(tmp_path / "vocoded"),
                     "--cpu", "--quiet", "--melinverter", str(checkpoint)])
     assert (tmp_path / "vocoded" / "mel_1.wav").read_bytes() == (tmp_path / "out" / "audio_1.wav").read_bytes()
-    # --griffin-lim-phase-init reaches the inverter's phase: random phases instead of PGHI's give other audio
-    inference.main(["-i", str(phrases), "-o", str(tmp_path / "random"), "--cpu", "--quiet", "--max-decoder-steps", "4",
+    # --griffin-lim-phase-init reaches the inverter's phase: PGHI's start instead of random phases gives other audio
+    inference.main(["-i", str(phrases), "-o", str(tmp_path / "pghi"), "--cpu", "--quiet", "--max-decoder-steps", "4",
                     "--tacotron2", str(tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt"),
-                    "--melinverter", str(checkpoint), "--griffin-lim-phase-init", "random"])
-    random_start, _ = soundfile.read(str(tmp_path / "random" / "audio_1.wav"))
-    assert random_start.shape == first.shape and not np.array_equal(random_start, first)
+                    "--melinverter", str(checkpoint), "--griffin-lim-phase-init", "pghi"])
+    pghi_start, _ = soundfile.read(str(tmp_path / "pghi" / "audio_1.wav"))
+    assert pghi_start.shape == first.shape and not np.array_equal(pghi_start, first)
     # The Python API tells the family from the file
     synthesizer = Synthesizer.from_checkpoints(tacotron2=tmp_path / "tacotron2" / "checkpoint_Tacotron2_last.pt",
                                                vocoder=checkpoint, device="cpu")

@@ -177,7 +177,9 @@ def test_transcribe_gives_what_inference_py_writes_from_paths_and_arrays(recogni
     # The same audio as arrays: at 16 kHz, at 22.05 kHz (resampled as a file at that rate is), and as int16 PCM.
     audio = [soundfile.read(path, dtype="float32")[0] for path in files]
     assert recognizer.transcribe(audio) == expected
-    assert recognizer.transcribe(audio[0]) == expected[:1]
+    # One array alone is one file alone (not the batch's first: int8's activation scale, the default on an AVX2 CPU,
+    # is the batch's, and this barely trained model's letters are near ties).
+    assert recognizer.transcribe(audio[0]) == recognizer.transcribe(files[:1])
     faster = [resample_audio(clip, 16000, 22050) for clip in audio]
     rewritten = []
     for number, clip in enumerate(faster):

@@ -270,7 +270,8 @@ def flag(default, help: str | None = None, **keywords) -> dataclasses.Field:
 def check_values_as_flags(settings) -> None:
     """Refuse a settings dataclass's value that its flag would refuse (the flag's `type` check, e.g. positive_int, and
     its `choices`), in a UserError naming the setting as the Python API takes it: values given in Python are checked as
-    the command line's and a preset's are. None (a flag's "not given") and lists are left to the code that reads them."""
+    the command line's and a preset's are. None (a flag's "not given") and lists are left to the code that reads
+    them."""
     for field in dataclasses.fields(settings):
         value = getattr(settings, field.name)
         if value is None or isinstance(value, (bool, list, tuple, dict)):

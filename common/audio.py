@@ -262,8 +262,8 @@ def griffin_lim_phase(magnitude: torch.Tensor, params: AudioParams = AudioParams
                       momentum: float = GRIFFIN_LIM_MOMENTUM, seed: int = 0,
                       phase_init: str = GRIFFIN_LIM_PHASE_INIT) -> torch.Tensor:
     """Audio (B, T * hop_length) whose STFT magnitude approaches `magnitude` (B, filter_length // 2 + 1, T). The
-    phase starts from phase_gradient_heap_integration's estimate ("pghi") or at random ("random"; the bins PGHI
-    leaves out start random too) and is refined iteratively. With momentum > 0 this is the "fast Griffin-Lim" of
+    phase starts at random ("random", drawn from `seed`) or from phase_gradient_heap_integration's estimate ("pghi";
+    the bins it leaves out start random) and is refined iteratively. With momentum > 0 this is the "fast Griffin-Lim" of
     Perraudin, Balazs and Sondergaard (2013): each new phase estimate overshoots along its last change, which
     converges in far fewer iterations; momentum 0 is the original algorithm. The audio is scaled to a peak of 0.95.
     """
@@ -304,7 +304,8 @@ def phase_gradient_heap_integration(magnitude: torch.Tensor, params: AudioParams
     magnitude's: along time, the bin's frequency corrected by the magnitude's slope across frequency; along
     frequency, the magnitude's slope across time (and pi from torch.stft's frame-start phase reference). The phase
     is integrated from the loudest bin outwards, always from the loudest bin already reached, so that errors start
-    where the magnitude is reliable. Bins below relative_tolerance of the peak are left out: NaN in the result.
+    where the magnitude is reliable. Bins at or below relative_tolerance of the peak are left out: NaN in the
+    result.
     """
     bins, frames = magnitude.shape
     hop, n_fft = params.hop_length, params.filter_length

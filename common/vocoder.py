@@ -20,8 +20,8 @@ import torch
 
 from common.arguments import (add_dataclass_args, check_values_as_flags, config_from_args, flag, non_negative_int,
                               positive_float, probability)
-from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_PHASE_INIT, GRIFFIN_LIM_POWER, PHASE_INITS,
-                          AudioParams, griffin_lim)
+from common.audio import (GRIFFIN_LIM_ITERS, GRIFFIN_LIM_MOMENTUM, GRIFFIN_LIM_PHASE_INIT, GRIFFIN_LIM_POWER,
+                          PHASE_INITS, AudioParams, griffin_lim)
 from common.checkpoint import describe_source, load_checkpoint
 from common.denoise import DenoiserSettings, add_denoiser_args
 from common.errors import UserError

@@ -279,8 +279,8 @@ class Synthesizer:
         name), e.g. max_decoder_steps=1000 (default: the checkpoint's), torchscript=False, fast_decoder=True,
         half_lstm_weights=False, quantize="int8" (CPU only: common/quantization.py), compile=True; sigma_infer=0.6,
         wn_channels=256 (WaveGlow), hifigan_config="config_v1.json", ema=True (HiFi-GAN), denoising_strength=0.01 (the
-        default of synthesize's denoise), griffin_lim_iters=60 (default 32). A value its flag would refuse is a UserError
-        naming the option."""
+        default of synthesize's denoise), griffin_lim_iters=60 (default 32). A value its flag would refuse is a
+        UserError naming the option."""
         device, dtype = api_device(device), api_dtype(precision)
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")

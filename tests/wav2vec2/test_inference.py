@@ -39,12 +39,16 @@ def transcribe(checkpoint, inputs, output, *extra):
 
 
 def test_a_batch_gives_each_utterance_what_it_gets_alone_in_input_order(recognizer, synthetic_asr_corpus, tmp_path):
+    # Not in int8 (an AVX2 CPU's default): it rounds the padded batch's last-digit differences to whole steps, which
+    # move this barely trained model's near-tie letters (docs/inference.md).
     manifest = synthetic_asr_corpus.test_sentences
-    batched, batched_logits = transcribe(recognizer, [manifest], tmp_path / "batched", "-bs", "4")
+    batched, batched_logits = transcribe(recognizer, [manifest], tmp_path / "batched", "-bs", "4", "--quantize",
+                                         "none")
     root = Path(manifest.read_text().splitlines()[0])
     files = [root / line.split("\t")[0] for line in manifest.read_text().splitlines()[1:]]
     for number, path in enumerate(files):
-        alone, alone_logits = transcribe(recognizer, [path], tmp_path / f"alone{number}", "-bs", "1")
+        alone, alone_logits = transcribe(recognizer, [path], tmp_path / f"alone{number}", "-bs", "1", "--quantize",
+                                         "none")
         assert alone == [batched[number]]
         torch.testing.assert_close(batched_logits[number], alone_logits[0], atol=1e-4, rtol=1e-4)
     lengths = [soundfile.info(str(path)).frames for path in files]

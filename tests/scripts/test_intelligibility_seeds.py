@@ -48,7 +48,7 @@ def test_moonshine_judges_every_seed_and_the_pooled_cer_is_set_against_espeak_ng
     result = intelligibility_seeds.main(["--judge", "moonshine", "--espeak-ceiling", "--tacotron2",
                                          str(tacotron2_checkpoint), "--texts", str(texts), "--seeds", "5", "9",
                                          "-o", str(tmp_path / "out"), "--cpu", "--no-half-lstm-weights",
-                                         "--griffin-lim-iters", "4"])
+                                         "--griffin-lim-iters", "4", "--griffin-lim-phase-init", "pghi"])
     alone = intelligibility.main(["--judge", "moonshine", "--wavs", str(tmp_path / "out" / "seed_9"),
                                   "--texts", str(texts), "--espeak-ceiling", "-o", str(tmp_path / "alone")])
     assert result["seeds"][9]["cer"] == alone["synthesized"]["cer"] and "with_lm" not in result["all_seeds"]
@@ -58,12 +58,13 @@ def test_moonshine_judges_every_seed_and_the_pooled_cer_is_set_against_espeak_ng
     for iterations in ("4", "32"):
         inference.main(["-i", str(texts), "-o", str(tmp_path / f"float32_{iterations}"), "--tacotron2",
                         str(tacotron2_checkpoint), "--seed", "9", "--cpu", "--quiet", "--no-half-lstm-weights",
-                        "--griffin-lim-iters", iterations])
-    # both flags reach the synthesizer
+                        "--griffin-lim-iters", iterations, "--griffin-lim-phase-init", "pghi"])
+    # the three flags reach the synthesizer
     written = (tmp_path / "out" / "seed_9" / "audio_2.wav").read_bytes()
     assert written == (tmp_path / "float32_4" / "audio_2.wav").read_bytes()
     assert written != (tmp_path / "float32_32" / "audio_2.wav").read_bytes()
-    assert json.loads((tmp_path / "out" / "intelligibility_seeds.json").read_text())["griffin_lim_iters"] == 4
+    written_settings = json.loads((tmp_path / "out" / "intelligibility_seeds.json").read_text())
+    assert written_settings["griffin_lim_iters"] == 4 and written_settings["griffin_lim_phase_init"] == "pghi"
 
 
 def test_a_repeated_seed_is_an_error(tmp_path):

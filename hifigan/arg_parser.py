@@ -128,6 +128,11 @@ class HiFiGANTrainingSettings(MelAudioDataSettings):
                                    metavar=("BETA1", "BETA2"), group=TRAINING)
     ema_decay: float = flag(0.0, "keep an exponential moving average of the generator with this decay (0: none); "
                                  "saved in checkpoints, validated, and used by inference with --ema", group=TRAINING)
+    real_features_without_grad: bool = flag(
+        True, "in the generator's phase the discriminators judge the real audio without autograd: its feature maps "
+              "are targets, so the gradients are the same with less backward work (--no-real-features-without-grad: "
+              "one pass over real and generated audio with autograd, as the reference implementations run it)",
+        group=TRAINING)
     fine_tune_from: str | None = flag(None, "start from this generator (a checkpoint of ours, NVIDIA's "
                                             "hifigan_gen_checkpoint or jik876's g_XXXXXXXX with --hifigan-config); "
                                             "our checkpoints bring their discriminators too", metavar="CKPT",

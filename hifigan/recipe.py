@@ -171,6 +171,26 @@ def judge(discriminators, real: torch.Tensor, fake: torch.Tensor) -> tuple[list,
     return real_outputs, fake_outputs
 
 
+def judge_for_generator(discriminators, real: torch.Tensor, fake: torch.Tensor) -> tuple[list, list]:
+    """judge's outputs for the generator's loss, from frozen discriminators: the generated audio's with autograd,
+    then the real audio's through none, since its feature maps are feature matching's targets and pass no gradient
+    to the generator (nor its scores, which that loss does not read). The same gradients as one pass over both,
+    with no backward work on the real half. The real audio is judged in eval mode: spectral norm advances its power
+    iteration at every call in training mode, and so judges it with the weights the generated audio just had, as
+    one pass over both does."""
+    real_outputs, fake_outputs = [], []
+    for discriminator in discriminators:
+        fake_outputs.append(discriminator(fake))
+        training = discriminator.training
+        try:
+            discriminator.eval()
+            with torch.no_grad():
+                real_outputs.append(discriminator(real))
+        finally:
+            discriminator.train(training)
+    return real_outputs, fake_outputs
+
+
 @contextmanager
 def frozen(*modules: nn.Module):
     """requires_grad off for these modules' parameters inside the block (restored after): the generator's loss then
@@ -232,7 +252,8 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], settings: HiFiGA
             with trainer.gradient_sync("generator", last):
                 with trainer.autocast():
                     fake = fakes[index] if shared_forward else parts.generator(batch.mel)
-                    real_outputs, fake_outputs = judge((model.mpd, model.msd), real, fake)
+                    judge_generated = judge_for_generator if settings.real_features_without_grad else judge
+                    real_outputs, fake_outputs = judge_generated((model.mpd, model.msd), real, fake)
                     losses = loss.generator(real_outputs, fake_outputs, real, fake)
                 trainer.backward(losses.total, "generator", weight)
             totals.append(losses.total.detach())

@@ -24,14 +24,16 @@ eager fp32 (median over median, the paths timed in turn on the same inputs, scri
                               (quantize="int8": int8 linear layers and feature-extractor convolutions),
                               compiled-int8 (both)
   hifigan-train      >= 1.3x  a training step of generator v1 + MPD + MSD through the shared Trainer (hifigan/recipe.py's
-                              step), batch 4, segment 8192: eager (--fp32 --no-fused-optimizer: torch's AdamW
-                              looping over the tensors, in fp32, as the reference runs on a CPU), default (no flag:
-                              fused AdamW, in bf16 where the CPU computes it natively, else fp32), fp32 (--fp32: the
+                              step), batch 4, segment 8192: eager (--fp32 --no-fused-optimizer
+                              --no-real-features-without-grad: torch's AdamW looping over the tensors, in fp32, and
+                              the generator's phase judging real and generated audio in one pass with autograd, as
+                              the reference runs on a CPU), default (no flag: fused AdamW, the real audio judged
+                              without autograd, in bf16 where the CPU computes it natively, else fp32), fp32 (--fp32: the
                               default in fp32; timed where the default is bf16), compiled (the default and train.py
                               --compile)
   wav2vec2-pretrain  >= 1.3x  a Base pre-training step (configs/wav2vec2_pretrain_base.json, Hourglass factor 4)
-                              through the shared Trainer, 250,000 samples per batch: eager, default, fp32,
-                              compiled, as hifigan-train's
+                              through the shared Trainer, 250,000 samples per batch: eager (--fp32
+                              --no-fused-optimizer), default, fp32, compiled, as hifigan-train's
   waveglow-infer     GFLOP/s  WaveGlow-256 on 86 mel frames (scripts/benchmark_speed.py's target): eager, fast,
                               compiled
 
@@ -43,9 +45,9 @@ eager: a default below eager is marked.
 
 Every row also gives the achieved GFLOP/s: the floating-point operations of one call, counted once by
 torch.utils.flop_counter.FlopCounterMode on the eager path (convolutions and matrix products, backward included for
-training steps; int8 paths are credited with the same count; nn.LSTM's fused kernel, Tacotron 2's encoder, is not
-counted, so its GFLOP/s is a lower bound), over the path's median time, and its share of this
-CPU's fp32 peak, measured first in the same run by a matrix-product microbenchmark (the best of several 2048^3
+training steps; int8 paths, and paths that skip work, are credited with the same count; nn.LSTM's fused kernel,
+Tacotron 2's encoder, is not counted, so its GFLOP/s is a lower bound), over the path's median time, and its share
+of this CPU's fp32 peak, measured first in the same run by a matrix-product microbenchmark (the best of several 2048^3
 products at the run's thread count). At 70 % of peak or more a workload is at the limit.
 
 A compiled path's first call compiles: its compile time (first call minus a steady one) is in the notes, apart from
@@ -164,15 +166,17 @@ def wav2vec2_inference(sizes: Sizes, paths: list[str], folder: Path) -> Target:
                   f"{sizes.wav2vec2_seconds:g} s", [Variant(path, recognize_with(path)) for path in paths])
 
 
-def training_steps(name: str, what: str, argv: list[str], output: Path, paths: list[str]) -> Target:
+def training_steps(name: str, what: str, argv: list[str], output: Path, paths: list[str],
+                   eager_flags: tuple[str, ...] = ("--fp32", "--no-fused-optimizer")) -> Target:
     """A train.py run's step (Trainer.train_step, host-to-device copy included) on one batch of its own loader, the
-    same batch every call; one Trainer per path, each from the same seed, so the same weights."""
+    same batch every call; one Trainer per path, each from the same seed, so the same weights. The eager path adds
+    eager_flags: the flags that turn the default's speed-ups off."""
     batch = None
 
     def step_with(path: str) -> Callable[[], None]:
         nonlocal batch
         args = train.parse_run_args(argv + ["-o", str(output / path), "--epochs", "1"] +
-                                    {"eager": ["--fp32", "--no-fused-optimizer"], "fp32": ["--fp32"],
+                                    {"eager": list(eager_flags), "fp32": ["--fp32"],
                                      "compiled": ["--compile"], "bf16": ["--bf16"]}.get(path, []))
         trainer = Trainer.from_args(get_recipe(args.model_name), args)
         trainer.model.train()
@@ -198,7 +202,8 @@ def hifigan_training(sizes: Sizes, paths: list[str], folder: Path) -> Target:
             str(sizes.hifigan_segment), "-lr", "3e-4", "--num-workers", "0", "--quiet", "--cpu",
             *sizes.hifigan_train_flags]
     return training_steps("hifigan-train", f"G + MPD + MSD, batch 4, segment {sizes.hifigan_segment}", argv,
-                          folder / "hifigan_runs", paths)
+                          folder / "hifigan_runs", paths,
+                          eager_flags=("--fp32", "--no-fused-optimizer", "--no-real-features-without-grad"))
 
 
 def wav2vec2_pretraining(sizes: Sizes, paths: list[str], folder: Path) -> Target:

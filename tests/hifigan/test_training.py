@@ -21,9 +21,10 @@ from common.trainer import Trainer
 from hifigan.arg_parser import GENERATOR_KEYS
 from hifigan.checkpoints import discriminator_state_to_reference, generator_state_to_reference
 from hifigan.model import HiFiGAN
-from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers
+from hifigan.loss_function import HiFiGANLoss
+from hifigan.recipe import RECIPE, ExponentialDecay, build_optimizers, frozen, judge, judge_for_generator
 from tests.families import FAMILIES, run_args, train_on_two_processes
-from tests.hifigan.tiny_hifigan import SHORT_CROPS
+from tests.hifigan.tiny_hifigan import SHORT_CROPS, TINY_GENERATOR
 from tests.training_runs import train_losses
 
 
@@ -37,6 +38,35 @@ def parsed(argv: list[str]) -> argparse.Namespace:
 
 def records(log_file, key: str) -> list[dict]:
     return [r["data"] for r in read_dllogger_file(log_file) if key in r["data"]]
+
+
+def test_judging_the_real_audio_without_autograd_gives_the_generator_the_same_gradients():
+    """The generator's phase, as the default runs it (the real audio through no autograd) and as the reference does
+    (one pass over real and generated audio): the same losses and generator gradients to rounding, and no graph
+    kept for the real half."""
+    torch.manual_seed(0)
+    start = HiFiGAN(TINY_GENERATOR, discriminator_width_divisor=8).state_dict()
+    mel, real = torch.randn(2, 80, 3), torch.rand(2, 1, 768) * 1.6 - 0.8
+    loss = HiFiGANLoss(AudioParams())
+    results = {}
+    for judging in (judge, judge_for_generator):
+        model = HiFiGAN(TINY_GENERATOR, discriminator_width_divisor=8)
+        model.load_state_dict(start)  # spectral norm's power-iteration vectors too: each call advances them
+        with frozen(model.mpd, model.msd):
+            fake = model.generator(mel)
+            real_outputs, fake_outputs = judging((model.mpd, model.msd), real, fake)
+            losses = loss.generator(real_outputs, fake_outputs, real, fake)
+            losses.total.backward()
+        kept = [m.requires_grad for _, maps in real_outputs for layers in maps for m in layers]
+        results[judging] = (losses, [p.grad.clone() for p in model.generator.parameters()], kept)
+        assert all(p.grad is None for p in (*model.mpd.parameters(), *model.msd.parameters()))
+    (one_pass, one_pass_grads, one_pass_kept), (split, split_grads, split_kept) = results.values()
+    assert all(one_pass_kept) and not any(split_kept)
+    for name in ("total", "adversarial", "feature_matching", "mel"):
+        assert float(getattr(split, name).detach()) == pytest.approx(float(getattr(one_pass, name).detach()),
+                                                                    rel=1e-5), name
+    for ours, reference in zip(split_grads, one_pass_grads):
+        torch.testing.assert_close(ours, reference, rtol=1e-4, atol=1e-6 * float(reference.abs().max()))
 
 
 @pytest.mark.slow

@@ -8,11 +8,12 @@ scripts/moonshine_judge.py), which nobody here trained.
     python -m scripts.intelligibility --asr output/asr/checkpoint_wav2vec2_best.pt --wavs output/demo/wavs \
         --texts phrases/phrase.txt --espeak-ceiling -o output/intelligibility      # after make demo
     python -m scripts.intelligibility --judge moonshine --wavs output/demo/wavs --texts phrases/phrase.txt \
-        --espeak-ceiling
+        --espeak-ceiling [--judge-silence 0.5]
 
 --asr is a fine-tuned (CTC) wav2vec 2.0 checkpoint. Moonshine writes text as people write it (digits, punctuation):
 its words go through the same spoken-word normalisation as the reference, and each file's row shows what it wrote,
-so a sentence it repeats (the failure of a sequence-to-sequence recognizer) shows there.
+so a sentence it repeats (the failure of a sequence-to-sequence recognizer) shows there. --judge-silence SECONDS has
+it hear each clip with silence before and after (scripts/moonshine_judge.py says why).
 
 The wavs are text-to-wav's outputs: audio_<n><--suffix>.wav for each non-empty line n of --texts (line numbers from 1,
 as `inference.py -m Tacotron2` names them), at any sampling rate (resampled to the recognizer's). The reference of line
@@ -44,7 +45,7 @@ from typing import Callable
 import torch
 
 from common.errors import UserError, UserFileNotFoundError, exit_on_user_error
-from common.arguments import add_device_args
+from common.arguments import add_device_args, non_negative_float
 from common.inference_args import inference_device, inference_dtype
 from common.text.cleaners import english_cleaners
 from scripts.data.librispeech import librispeech_words
@@ -77,6 +78,9 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge", choices=JUDGES, default="wav2vec2",
                         help="wav2vec2: the --asr recognizer (default); moonshine: Moonshine base, English "
                              "(requirements-judge.txt)")
+    parser.add_argument("--judge-silence", type=non_negative_float, default=0.0, metavar="SECONDS",
+                        help="Moonshine hears each clip with this much silence before and after it (default: "
+                             "%(default)s; experiments/moonshine_silence)")
     add_recognizer_args(parser, asr_required=False)
 
 
@@ -90,6 +94,8 @@ def check_judge_args(args: argparse.Namespace) -> None:
                 raise UserError(f"--judge moonshine is its own recognizer: drop {flag}")
     elif args.asr is None:
         raise UserError("--asr CKPT (a fine-tuned wav2vec 2.0) is the judge, or give --judge moonshine")
+    elif args.judge_silence:
+        raise UserError("--judge-silence is for --judge moonshine: the wav2vec 2.0 judge hears the clips as they are")
 
 
 def judge_from_args(args: argparse.Namespace) -> Callable[[list[tuple[int, str, Path]]], dict]:
@@ -99,7 +105,7 @@ def judge_from_args(args: argparse.Namespace) -> Callable[[list[tuple[int, str, 
     if args.judge == "moonshine":
         from scripts.moonshine_judge import MoonshineJudge  # imported late: an optional dependency
 
-        moonshine = MoonshineJudge()
+        moonshine = MoonshineJudge(silence_seconds=args.judge_silence)
         return lambda pairs: evaluate_with_moonshine(moonshine, pairs)
     recognizer = load_recognizer(args)
     language_model = language_model_decoder(args, recognizer)
@@ -256,8 +262,8 @@ def main(argv: list[str] | None = None) -> dict:
     check_judge_args(args)
     pairs = pair_wavs_with_lines(Path(args.wavs), Path(args.texts), args.suffix)
     judged = judge_from_args(args)
-    result = {"judge": args.judge, "asr": args.asr, "wavs": args.wavs, "texts": args.texts, "lm": args.lm,
-              "synthesized": judged(pairs)}
+    result = {"judge": args.judge, "judge_silence": args.judge_silence, "asr": args.asr, "wavs": args.wavs,
+              "texts": args.texts, "lm": args.lm, "synthesized": judged(pairs)}
     print_report(f"synthesized ({args.wavs})", result["synthesized"], args.quiet)
     if args.espeak_ceiling:
         folder = Path(args.output) / "espeak" if args.output else Path(args.wavs).parent / "espeak_ceiling"

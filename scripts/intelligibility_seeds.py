@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     output = Path(args.output)
     result = {"judge": args.judge, "asr": args.asr, "tacotron2": args.tacotron2, "vocoder": args.vocoder,
               "griffin_lim_iters": args.griffin_lim_iters, "griffin_lim_phase_init": args.griffin_lim_phase_init,
-              "texts": args.texts, "lm": args.lm, "seeds": {}}
+              "texts": args.texts, "lm": args.lm, "judge_silence": args.judge_silence, "seeds": {}}
     for seed in args.seeds:
         folder = output / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)

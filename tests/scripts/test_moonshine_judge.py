@@ -5,8 +5,10 @@ flag that means nothing with it is one error line."""
 import json
 import sys
 
+import numpy as np
 import pytest
 
+from common.audio import load_wav
 from common.errors import UserError, exit_on_user_error
 from scripts import intelligibility
 from scripts.moonshine_judge import MoonshineJudge, read_tokenizer
@@ -40,6 +42,31 @@ def test_moonshine_hears_espeak_speech_close_to_its_words(judge, synthetic_asr_c
     assert all(text[:1].isupper() for text in written)  # it writes text, which the normalisation reads
 
 
+def test_the_judges_silence_is_heard_around_the_clip_and_leaves_its_token_limit(judge, synthetic_asr_corpus):
+    (path, words), = corpus_utterances(synthetic_asr_corpus, 1)
+    clip = load_wav(path, 16000, resample=True).numpy()
+    silence = np.zeros(8000, np.float32)
+    with_silence = MoonshineJudge(threads=1, silence_seconds=0.5)
+    assert with_silence.transcribe_audio(clip) == judge.transcribe_audio(np.concatenate([silence, clip, silence]))
+    heard = intelligibility.reference_words(with_silence.transcribe_audio(clip))
+    assert intelligibility.score([words], [heard])[1]["cer"] < 25
+    # The limit of 6 tokens a second counts the silence: a fifth of a second with a tenth on each side takes at most
+    # int(0.4 * 6) + 1 = 3 decoder steps.
+    short_silence = MoonshineJudge(threads=1, silence_seconds=0.1)
+    decoder, steps = short_silence.decoder, []
+
+    class CountedDecoder:
+        def run(self, *args):
+            steps.append(1)
+            return decoder.run(*args)
+
+    short_silence.decoder = CountedDecoder()
+    short_silence.transcribe_audio(clip[:3200])
+    assert 1 <= len(steps) <= 3
+    with pytest.raises(ValueError, match="silence_seconds must be at least 0"):
+        MoonshineJudge(silence_seconds=-0.5)
+
+
 def test_intelligibility_with_moonshine_reports_what_it_wrote(synthetic_asr_corpus, tmp_path):
     import soundfile
 
@@ -65,6 +92,8 @@ def test_flags_that_mean_nothing_with_moonshine_and_a_missing_package_are_one_er
         intelligibility.main(["--judge", "moonshine", "--asr", "x.pt", *common])
     with pytest.raises(UserError, match=r"^--asr CKPT \(a fine-tuned wav2vec 2.0\) is the judge, or give --judge"):
         intelligibility.main(common)
+    with pytest.raises(UserError, match="^--judge-silence is for --judge moonshine"):
+        intelligibility.main([*common, "--asr", "x.pt", "--judge-silence", "0.5"])
     monkeypatch.setitem(sys.modules, "moonshine_cpp", None)  # as if not installed: importing it fails
     with pytest.raises(SystemExit) as exit_info:
         exit_on_user_error(MoonshineJudge)

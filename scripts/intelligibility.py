@@ -8,7 +8,7 @@ scripts/moonshine_judge.py), which nobody here trained.
     python -m scripts.intelligibility --asr output/asr/checkpoint_wav2vec2_best.pt --wavs output/demo/wavs \
         --texts phrases/phrase.txt --espeak-ceiling -o output/intelligibility      # after make demo
     python -m scripts.intelligibility --judge moonshine --wavs output/demo/wavs --texts phrases/phrase.txt \
-        --espeak-ceiling [--judge-silence 0.5]
+        --espeak-ceiling [--judge-silence 0.25]
 
 --asr is a fine-tuned (CTC) wav2vec 2.0 checkpoint. Moonshine writes text as people write it (digits, punctuation):
 its words go through the same spoken-word normalisation as the reference, and each file's row shows what it wrote,

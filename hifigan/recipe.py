@@ -245,6 +245,7 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], settings: HiFiGA
     trainer.step("discriminator")
 
     totals, parts_of_total = [], []
+    judge_generated = judge_for_generator if settings.real_features_without_grad else judge
     with frozen(model.mpd, model.msd):
         for index, batch in enumerate(batches):
             last = index == len(batches) - 1
@@ -252,7 +253,6 @@ def train_step(parts: ModelParts, batches: list[MelAudioBatch], settings: HiFiGA
             with trainer.gradient_sync("generator", last):
                 with trainer.autocast():
                     fake = fakes[index] if shared_forward else parts.generator(batch.mel)
-                    judge_generated = judge_for_generator if settings.real_features_without_grad else judge
                     real_outputs, fake_outputs = judge_generated((model.mpd, model.msd), real, fake)
                     losses = loss.generator(real_outputs, fake_outputs, real, fake)
                 trainer.backward(losses.total, "generator", weight)

@@ -166,8 +166,12 @@ def wav2vec2_inference(sizes: Sizes, paths: list[str], folder: Path) -> Target:
                   f"{sizes.wav2vec2_seconds:g} s", [Variant(path, recognize_with(path)) for path in paths])
 
 
+# train.py flags that turn the training steps' speed-ups off: fp32 and torch's Adam(W) looping over the tensors
+EAGER_TRAINING_FLAGS = ("--fp32", "--no-fused-optimizer")
+
+
 def training_steps(name: str, what: str, argv: list[str], output: Path, paths: list[str],
-                   eager_flags: tuple[str, ...] = ("--fp32", "--no-fused-optimizer")) -> Target:
+                   eager_flags: tuple[str, ...] = EAGER_TRAINING_FLAGS) -> Target:
     """A train.py run's step (Trainer.train_step, host-to-device copy included) on one batch of its own loader, the
     same batch every call; one Trainer per path, each from the same seed, so the same weights. The eager path adds
     eager_flags: the flags that turn the default's speed-ups off."""
@@ -203,7 +207,7 @@ def hifigan_training(sizes: Sizes, paths: list[str], folder: Path) -> Target:
             *sizes.hifigan_train_flags]
     return training_steps("hifigan-train", f"G + MPD + MSD, batch 4, segment {sizes.hifigan_segment}", argv,
                           folder / "hifigan_runs", paths,
-                          eager_flags=("--fp32", "--no-fused-optimizer", "--no-real-features-without-grad"))
+                          eager_flags=(*EAGER_TRAINING_FLAGS, "--no-real-features-without-grad"))
 
 
 def wav2vec2_pretraining(sizes: Sizes, paths: list[str], folder: Path) -> Target:

@@ -4,7 +4,7 @@ and their ratio to eSpeak NG's, and three failures counted clip by clip:
 
     python -m scripts.intelligibility_seeds --judge moonshine --espeak-ceiling --tacotron2 T2 --vocoder V \
         --texts FILE --seeds 1234 1 2 -o DIR       # or make demo's output/demo/moonshine_everyday_plain_seeds
-    python -m experiments.moonshine_silence.silence --seeds-dir DIR --texts FILE --silence 0 0.25 0.5 1 [--json F]
+    python -m experiments.moonshine_silence.silence --seeds-dir DIR --texts FILE --silence 0 0.25 0.5 0.75 [--json F]
 
 DIR holds espeak/ and seed_<n>/ folders of audio_<line>.wav, as scripts/intelligibility_seeds.py writes them. The
 failures: the first word not heard as the reference's first word, the last word not heard as its last, and a repeat
@@ -27,13 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--seeds-dir", required=True, help="scripts/intelligibility_seeds.py's -o folder")
     parser.add_argument("--texts", required=True, help="the text file its wavs were synthesized from")
-    parser.add_argument("--silence", type=non_negative_float, nargs="+", default=[0.0, 0.25, 0.5, 1.0],
+    parser.add_argument("--silence", type=non_negative_float, nargs="+", default=[0.0, 0.25, 0.5, 0.75],
                         metavar="SECONDS", help="the silences to judge with (default: %(default)s)")
     parser.add_argument("--json", default=None, help="write every row, transcripts included, here")
     return parser
 
 
 def repeats(reference: str, hypothesis: str) -> bool:
+    """Whether Moonshine wrote more words than the reference and ended on two words it had already written."""
     heard = hypothesis.split()
     if len(heard) <= len(reference.split()) or len(heard) < 4:
         return False

@@ -42,7 +42,7 @@ def test_moonshine_hears_espeak_speech_close_to_its_words(judge, synthetic_asr_c
     assert all(text[:1].isupper() for text in written)  # it writes text, which the normalisation reads
 
 
-def test_the_judges_silence_is_heard_around_the_clip_and_leaves_its_token_limit(judge, synthetic_asr_corpus):
+def test_the_judges_silence_is_heard_around_the_clip_and_counts_in_its_token_limit(judge, synthetic_asr_corpus):
     (path, words), = corpus_utterances(synthetic_asr_corpus, 1)
     clip = load_wav(path, 16000, resample=True).numpy()
     silence = np.zeros(8000, np.float32)

@@ -11,12 +11,13 @@
 #   ASR_CHECKPOINT (output/demo_asr/checkpoint_wav2vec2_last.pt): the recognizer that judges the speech, greedily and,
 #     where ASR_LM (lm_2gram.arpa beside ASR_CHECKPOINT: make demo-asr's) exists, with that language model too, in a
 #     beam of ASR_BEAM_SIZE (the beam search's default, 100) hypotheses
-#   OPEN_SEQUENCES (450): open-vocabulary word sequences added to the training split (scripts/data/tts_open_sequences.py),
-#     for words outside the corpus's templates; EPOCHS (40: 2240 updates of the preset's batches of 16), the learning
-#     rate held for the first 3/4 of the updates and decayed over the last 1/4 (the preset's schedule; stretched to a
-#     longer run: EPOCHS=60 speaks 2-3 points of CER more clearly but takes half as long again, tacotron2/RESULTS.md)
-#   INVERTER_EPOCHS (60): the mel inverter's epochs of the training split, its learning rate held for the first 3/4
-#     and decayed over the last 1/4 (as Tacotron 2's); 0: Griffin-Lim alone
+#   OPEN_SEQUENCES (1350): open-vocabulary word sequences added to the 450 training sentences
+#     (scripts/data/tts_open_sequences.py), for words outside the corpus's templates; EPOCHS (20: 2240 updates of the
+#     preset's batches of 16), the learning rate held for the first 3/4 of the updates and decayed over the last 1/4
+#     (the preset's schedule, stretched to a longer run; more epochs speak more clearly and take longer,
+#     tacotron2/RESULTS.md)
+#   INVERTER_EPOCHS (30: 6750 updates of its batches of 8): the mel inverter's epochs of the training split, its
+#     learning rate held for the first 3/4 and decayed over the last 1/4 (as Tacotron 2's); 0: Griffin-Lim alone
 #   MOONSHINE (1): judge with Moonshine base too (0: not); EVERYDAY (scripts/data/everyday_sentences.txt): the open
 #     text it judges, typed plain
 # A rerun in the same OUTPUT_DIR resumes its training (--resume-from-last), and a finished one is only synthesized
@@ -29,9 +30,9 @@ OUTPUT_DIR=${OUTPUT_DIR:-output/demo}
 CONFIG=${CONFIG:-configs/tacotron2_demo.json}
 FILELISTS=${FILELISTS:-filelists}
 ASR_CHECKPOINT=${ASR_CHECKPOINT:-output/demo_asr/checkpoint_wav2vec2_last.pt}
-OPEN_SEQUENCES=${OPEN_SEQUENCES:-450}
-EPOCHS=${EPOCHS:-40}
-INVERTER_EPOCHS=${INVERTER_EPOCHS:-60}
+OPEN_SEQUENCES=${OPEN_SEQUENCES:-1350}
+EPOCHS=${EPOCHS:-20}
+INVERTER_EPOCHS=${INVERTER_EPOCHS:-30}
 MOONSHINE=${MOONSHINE:-1}
 EVERYDAY=${EVERYDAY:-scripts/data/everyday_sentences.txt}
 case "$EPOCHS" in ''|*[!0-9]*|0) echo "error: EPOCHS must be a positive whole number, got '$EPOCHS'" >&2; exit 2 ;; esac
@@ -51,7 +52,7 @@ if [ ! -f "$training_filelist" ] || [ "$(grep -c '^wavs/OPEN-' "$training_fileli
     "$PYTHON" -m scripts.data.tts_open_sequences --corpus "$DATA_DIR" --filelists-dir "$FILELISTS" \
         --count "$OPEN_SEQUENCES"
 fi
-# The sampler drops the last partial batch: 56 updates an epoch of the 900 training lines. Validating every 4 epochs
+# The sampler drops the last partial batch: 112 updates an epoch of the 1800 training lines. Validating every 4 epochs
 # (and at the end) leaves the model as it is, since validation does not move training's random streams, and saves
 # half a minute for the vocoder.
 training_lines=$(grep -c . "$training_filelist")

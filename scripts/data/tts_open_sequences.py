@@ -1,6 +1,6 @@
 """Open-vocabulary word sequences for the TTS demo's training split.
 
-    python -m scripts.data.tts_open_sequences [--corpus data/synthetic] [--filelists-dir filelists] [--count 450]
+    python -m scripts.data.tts_open_sequences [--corpus data/synthetic] [--filelists-dir filelists] [--count 1350]
         [--seed 4321]
 
 The synthetic corpus's template sentences use a few hundred words, and a model trained on them alone says text
@@ -25,7 +25,7 @@ TRAINING_FILELIST = "synthetic_audio_text_train.txt"
 OPEN_TRAINING_FILELIST = "synthetic_audio_text_train_open.txt"
 
 
-def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int = 450, seed: int = 4321) -> Path:
+def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int = 1350, seed: int = 4321) -> Path:
     """Speak `count` word sequences into `corpus`/wavs and write the training filelist with them; returns its path."""
     corpus, filelists_dir = Path(corpus), Path(filelists_dir)
     training = filelists_dir / TRAINING_FILELIST
@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="data/synthetic", help="the built corpus (its wavs/ gets the sequences)")
     parser.add_argument("--filelists-dir", default="filelists", help=f"holds {TRAINING_FILELIST}; gets "
                                                                      f"{OPEN_TRAINING_FILELIST}")
-    parser.add_argument("--count", type=int, default=450, help="word sequences to add (the demo: as many as the "
-                                                               "corpus's 450 training sentences)")
+    parser.add_argument("--count", type=int, default=1350, help="word sequences to add (the demo's: three times "
+                                                                "the corpus's 450 training sentences)")
     parser.add_argument("--seed", type=int, default=4321, help="same seed, same sequences")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.count < 0:

@@ -52,9 +52,9 @@ def test_demo_trains_synthesizes_and_scores_the_test_sentences(synthetic_corpus,
     assert training[:-2] == synthetic_corpus.train_filelist.read_text().splitlines()
     assert [line.split("|")[0] for line in training[-2:]] == ["wavs/OPEN-0001.wav", "wavs/OPEN-0002.wav"]
     assert all((corpus / line.split("|")[0]).is_file() for line in training)
-    # the learning rate is held for 3/4 of EPOCHS (40) epochs of whole batches of 16, then decays over the last 1/4
+    # the learning rate is held for 3/4 of EPOCHS (20) epochs of whole batches of 16, then decays over the last 1/4
     parameters = json.loads((output / "nvlog.json").read_text().splitlines()[0][5:])["data"]
-    updates = 40 * (len(training) // 16)
+    updates = 20 * (len(training) // 16)
     assert (parameters["hold_updates"], parameters["decay_updates"]) == (updates * 3 // 4, updates // 4)
     assert parameters["val_interval_epochs"] == 4  # the model is the same; the time goes to the vocoder
     phrases = [line for line in (ROOT / "phrases" / "phrase.txt").read_text().splitlines() if line.strip()]

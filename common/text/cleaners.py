@@ -6,6 +6,10 @@ LANGUAGE_CLEANERS is made for a language (`--text-cleaners espeak_ipa --language
 Transliteration follows NVIDIA's Tacotron 2 text front-end, because their published checkpoints were trained on the
 ids it gives: a character it cannot transliterate is dropped before the spaces are collapsed, so "a 😀 b" reads
 "a b". TextProcessor reports such characters (see `untransliterable_characters`).
+
+One reading is made right: english_cleaners reads the ASCII symbols that stand for words ("50%" is "fifty percent",
+"and/or" is "and or"), which NVIDIA's front-end drops ("fifty", "andor"). Their table has none of these symbols, so
+a line without them gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
 """
 from __future__ import annotations
 
@@ -67,6 +71,15 @@ def transliterates(cleaner_names: Iterable[str]) -> bool:
     return any(name in _TRANSLITERATING_CLEANERS for name in cleaner_names)
 
 
+# Each with spaces around it, collapsed later: "2+2=4" reads "two plus two equals four". A slash only parts words.
+_SYMBOL_WORDS = {"%": " percent ", "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "/": " "}
+_SYMBOL = re.compile("[" + re.escape("".join(_SYMBOL_WORDS)) + "]")
+
+
+def spell_symbols(text: str) -> str:
+    return _SYMBOL.sub(lambda match: _SYMBOL_WORDS[match.group(0)], text)
+
+
 def expand_abbreviations(text: str) -> str:
     for pattern, expansion in _ABBREVIATIONS:
         text = pattern.sub(expansion, text)
@@ -88,9 +101,10 @@ def transliteration_cleaners(text: str) -> str:
 
 
 def english_cleaners(text: str) -> str:
-    """For English: ASCII, lowercase, numbers and abbreviations spelled out (what NVIDIA's models were trained on)."""
+    """For English: ASCII, lowercase, numbers, abbreviations and symbols such as "%" spelled out (what NVIDIA's models
+    were trained on, and the words for the symbols their front-end drops)."""
     # Numbers before transliteration, which would turn "£" into "PS" before the pounds could be read.
-    text = to_ascii(normalize_numbers(text)).lower()
+    text = to_ascii(spell_symbols(normalize_numbers(text))).lower()
     text = expand_abbreviations(text)
     return collapse_whitespace(text)
 

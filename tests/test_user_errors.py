@@ -67,7 +67,7 @@ def build_mistakes(folder: Path, corpus, asr) -> SimpleNamespace:
     w.no_transcript = folder / "no_transcript.txt"
     w.no_transcript.write_text(f"{first_wav}|\n")
     w.no_symbols = folder / "no_symbols.txt"  # every character outside the symbol table: nothing left to say
-    w.no_symbols.write_text(f"{first_wav}|Hello there.\n{first_wav}|@#$%^\n")
+    w.no_symbols.write_text(f"{first_wav}|Hello there.\n{first_wav}|#$^*~\n")
     w.missing_wav = folder / "missing_wav.txt"
     w.missing_wav.write_text("wavs/not_there.wav|Some words.\n")
     w.nan_wav = write_wav_with(folder / "nan.wav", corpus.dataset_dir / first_wav, 500, np.nan)
@@ -192,7 +192,7 @@ MISTAKES = {
         lambda w: f"error: {w.no_transcript}:1: empty transcript for wavs/SYN001-0001.wav"),
     "filelist line whose transcript encodes to no symbols": Mistake(
         "train.py", lambda w: train_tacotron2(w, "--training-files", w.no_symbols),
-        lambda w: f"error: {w.no_symbols}:2: transcript '@#$%^' encodes to no symbols"),
+        lambda w: f"error: {w.no_symbols}:2: transcript '#$^*~' encodes to no symbols"),
     "a missing filelist": Mistake(
         "train.py", lambda w: train_tacotron2(w, "--training-files", w.folder / "train.txt"),
         lambda w: f"error: filelist not found: {w.folder / 'train.txt'}; check the path (relative to the current "

@@ -7,9 +7,10 @@ Transliteration follows NVIDIA's Tacotron 2 text front-end, because their publis
 ids it gives: a character it cannot transliterate is dropped before the spaces are collapsed, so "a 😀 b" reads
 "a b". TextProcessor reports such characters (see `untransliterable_characters`).
 
-One reading is made right: english_cleaners reads the ASCII symbols that stand for words ("50%" is "fifty percent",
-"and/or" is "and or"), which NVIDIA's front-end drops ("fifty", "andor"). Their table has none of these symbols, so
-a line without them gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
+Two readings are made right. Transliteration reads an em dash between words as a comma ("yes—no" is "yes, no"),
+where NVIDIA's drops it ("yesno"). english_cleaners reads the ASCII symbols that stand for words ("50%" is "fifty
+percent", "and/or" is "and or"), which NVIDIA's front-end drops ("fifty", "andor"). Their table has none of these
+symbols, so a line without them gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
 """
 from __future__ import annotations
 
@@ -56,14 +57,23 @@ def transliterate(character: str) -> str | None:
     return ascii_text if ascii_text and ascii_text.isascii() else None
 
 
+# An em dash between words is a pause, read as a comma ("yes—no" is "yes, no"); NVIDIA's table drops it ("yesno").
+# Elsewhere (a line's end, a dash alone) it is still dropped.
+_EM_DASH_BETWEEN_WORDS = re.compile(r"(?<=\w)\s*\u2014+\s*(?=\w)")
+
+
+def _read_em_dashes(text: str) -> str:
+    return _EM_DASH_BETWEEN_WORDS.sub(", ", text)
+
+
 def to_ascii(text: str) -> str:
     """Transliterate to ASCII ("Café" -> "Cafe"), dropping characters that have no transliteration."""
-    return "".join(transliterate(character) or "" for character in text)
+    return "".join(transliterate(character) or "" for character in _read_em_dashes(text))
 
 
 def untransliterable_characters(text: str) -> list[str]:
     """The characters of `text` that to_ascii drops, in order, for the caller to report."""
-    return [character for character in text if transliterate(character) is None]
+    return [character for character in _read_em_dashes(text) if transliterate(character) is None]
 
 
 def transliterates(cleaner_names: Iterable[str]) -> bool:

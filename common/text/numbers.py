@@ -1,8 +1,9 @@
 """Spell out numbers, money, ordinals and years so that the models only ever see words.
 
 Follows the normalisation NVIDIA's Tacotron 2 was trained with ("1995" -> "nineteen ninety-five", no "and" inside
-numbers), with two readings made right: cents are what the digits after the point say ("$1.5" is fifty cents, not
-five), and the digits after a decimal point are read one by one ("3.14" -> "three point one four").
+numbers), with three readings made right: cents are what the digits after the point say ("$1.5" is fifty cents, not
+five), the digits after a decimal point are read one by one ("3.14" -> "three point one four"), and a fraction is
+read as one ("3/4" -> "three quarters", "1 1/2" -> "one and a half").
 """
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ _DOLLARS = re.compile(r"\$([0-9.]*[0-9]+)")
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
 _ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)
 _INTEGER = re.compile(r"[0-9]+")
+# A proper fraction with a denominator up to ten, optionally after a whole number ("1 1/2"); not part of a date or a
+# path ("1/2/2025", "24/7" are left to the slash, which parts the numbers).
+_FRACTION = re.compile(r"(?<![0-9/.])(?:([0-9]+) )?([0-9])/([0-9]|10)(?![0-9/])")
 
 
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
+    text = _FRACTION.sub(_spell_fraction, text)
     text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
     text = _DOLLARS.sub(_spell_dollars, text)
     text = _DECIMAL.sub(_spell_decimal, text)
@@ -50,6 +55,19 @@ def _spell_dollars(match: re.Match) -> str:
 def _spell_decimal(match: re.Match) -> str:
     digits = " ".join(_words(int(digit)) for digit in match.group(2))
     return f"{match.group(1)} point {digits}"
+
+
+def _spell_fraction(match: re.Match) -> str:
+    whole, numerator, denominator = match.group(1), int(match.group(2)), int(match.group(3))
+    if not 0 < numerator < denominator:  # "3/2", "0/5": not a fraction people write, leave it to the slash
+        return match.group(0)
+    unit = {2: "half", 4: "quarter"}.get(denominator) or _inflect().ordinal(_words(denominator))  # "third", "tenth"
+    if whole is not None and numerator == 1:
+        return f"{whole} and a {unit}"  # the integer pass spells the whole number
+    if numerator > 1:
+        unit = "halves" if unit == "half" else unit + "s"
+    fraction = f"{_words(numerator)} {unit}"
+    return f"{whole} and {fraction}" if whole is not None else fraction
 
 
 def _spell_integer(match: re.Match) -> str:

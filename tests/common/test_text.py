@@ -65,6 +65,18 @@ def test_symbol_table_matches_nvidia_ids():
     ("$1,000,000", "one million dollars"),
     ("123", "one hundred twenty-three"),
     ("42 cats", "forty-two cats"),
+    # Fractions: proper, with a denominator up to ten; a date, "24/7" or "3/2" is left to the slash.
+    ("1/2 cup", "one half cup"),
+    ("3/4 of them", "three quarters of them"),
+    ("2/3", "two thirds"),
+    ("1/10", "one tenth"),
+    ("5/8 inch", "five eighths inch"),
+    ("1 1/2 hours", "one and a half hours"),
+    ("2 3/4", "two and three quarters"),
+    ("24/7", "twenty-four/seven"),
+    ("3/2", "three/two"),
+    ("1/12", "one/twelve"),
+    ("1/2/2025", "one/two/twenty twenty-five"),
 ])
 def test_normalize_numbers(text, spoken):
     assert normalize_numbers(text) == spoken
@@ -103,6 +115,7 @@ def test_transliteration():
     assert english_cleaners("Café") == "cafe"
     assert english_cleaners("Beijing (北京), THE 2ND") == "beijing (bei jing ), the second"  # lowercase after ASCII
     assert transliteration_cleaners("  Crème   Brûlée ") == " creme brulee "
+    assert transliteration_cleaners("ja\u2014nein \u2014") == "ja, nein "  # a pause between words, dropped at the end
     assert basic_cleaners("Café  AU\nlait") == "café au lait"  # no transliteration
 
 
@@ -179,13 +192,12 @@ def test_characters_without_transliteration_are_dropped_and_reported(caplog):
 
 
 # What NVIDIA's english_cleaners give, and so the ids their published Tacotron 2 was trained on: their own
-# transliteration table spells o-umlaut "oe" and has no entry for the em dash, the ellipsis or emoji, which are dropped
-# before the spaces are collapsed (PyPI unidecode gives "o", "--" and "...").
+# transliteration table spells o-umlaut "oe" and has no entry for the em dash (read as a comma only between words),
+# the ellipsis or emoji, which are dropped before the spaces are collapsed (PyPI unidecode gives "o", "--" and "...").
 @pytest.mark.parametrize("text, nvidia_ids_text", [
     ("Schr\u00f6dinger", "schroedinger"),
     ("\u00d6sterreich", "oesterreich"),
-    ("yes \u2014 no", "yes no"),
-    ("yes\u2014no", "yesno"),
+    ("wait \u2014", "wait"),
     ("wait\u2026 what", "wait what"),
     ("hi \U0001F600 there", "hi there"),
     ("hi \U0001F600\U0001F600  there \u2026", "hi there"),
@@ -203,6 +215,9 @@ def test_english_cleaners_transliterate_as_nvidia(text, nvidia_ids_text):
     ("2+2=4", "two plus two equals four"),
     ("write to bob@home", "write to bob at home"),
     ("and/or 24/7", "and or twenty-four seven"),
+    ("1/2 off", "one half off"),
+    ("yes\u2014no", "yes, no"),  # NVIDIA's: "yesno"
+    ("yes \u2014 no \u2014\u2014 maybe", "yes, no, maybe"),
 ])
 def test_english_cleaners_read_symbols_as_words(text, words, caplog):
     processor = TextProcessor()

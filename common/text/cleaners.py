@@ -7,10 +7,12 @@ Transliteration follows NVIDIA's Tacotron 2 text front-end, because their publis
 ids it gives: a character it cannot transliterate is dropped before the spaces are collapsed, so "a 😀 b" reads
 "a b". TextProcessor reports such characters (see `untransliterable_characters`).
 
-Two readings are made right. Transliteration reads an em dash between words as a comma ("yes—no" is "yes, no"),
-where NVIDIA's drops it ("yesno"). english_cleaners reads the ASCII symbols that stand for words ("50%" is "fifty
-percent", "and/or" is "and or"), which NVIDIA's front-end drops ("fifty", "andor"). Their table has none of these
-symbols, so a line without them gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
+Some readings are made right. Transliteration reads an em dash between words as a comma ("yes—no" is "yes, no")
+and an ellipsis as three full stops ("wait… what" is "wait... what"), where NVIDIA's drops both ("yesno", "wait
+what"). english_cleaners reads the symbols that stand for words ("50%" is "fifty percent", "and/or" is "and or",
+"5°C" is "five degrees celsius"), which NVIDIA's front-end drops or spells ("fifty", "andor", "fivedegc"), and
+drops double quotes, which have no sound and no id in NVIDIA's table, without reporting them. A line without these
+characters gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
 """
 from __future__ import annotations
 
@@ -36,12 +38,11 @@ _ABBREVIATIONS = [
 ]
 
 
-# Where NVIDIA's own transliteration table gives other ASCII than PyPI unidecode (which gives "o", "--" and "...").
+# Where NVIDIA's own transliteration table gives other ASCII than PyPI unidecode (which gives "o" and "--").
 # None: NVIDIA's table has no entry, so the character is dropped.
 _NVIDIA_TRANSLITERATION: dict[str, str | None] = {
     "\u00f6": "oe", "\u00d6": "Oe",  # o with diaeresis, as in "Schrödinger"
     "\u2014": None,  # em dash
-    "\u2026": None,  # horizontal ellipsis
 }
 
 
@@ -86,7 +87,19 @@ _SYMBOL_WORDS = {"%": " percent ", "&": " and ", "+": " plus ", "=": " equals ",
 _SYMBOL = re.compile("[" + re.escape("".join(_SYMBOL_WORDS)) + "]")
 
 
+# "5°C", "5 °F", "90°": read before transliteration, which would spell the sign "deg".
+_DEGREES = re.compile(r"(\bone)?\s*\u00b0\s*(?:([CF])\b)?(?=(\w)?)")
+_SCALES = {"C": " celsius", "F": " fahrenheit", None: ""}
+
+
+def _read_degrees(match: re.Match) -> str:
+    one, scale, word_follows = match.groups()
+    words = ("one degree" if one else " degrees") + _SCALES[scale]
+    return words + " " if word_follows else words  # "5°Celsius" -> "five degrees celsius"
+
+
 def spell_symbols(text: str) -> str:
+    text = _DEGREES.sub(_read_degrees, text)
     return _SYMBOL.sub(lambda match: _SYMBOL_WORDS[match.group(0)], text)
 
 
@@ -114,7 +127,7 @@ def english_cleaners(text: str) -> str:
     """For English: ASCII, lowercase, numbers, abbreviations and symbols such as "%" spelled out (what NVIDIA's models
     were trained on, and the words for the symbols their front-end drops)."""
     # Numbers before transliteration, which would turn "£" into "PS" before the pounds could be read.
-    text = to_ascii(spell_symbols(normalize_numbers(text))).lower()
+    text = to_ascii(spell_symbols(normalize_numbers(text))).lower().replace('"', "")
     text = expand_abbreviations(text)
     return collapse_whitespace(text)
 

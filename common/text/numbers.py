@@ -1,14 +1,20 @@
 """Spell out numbers, money, ordinals and years so that the models only ever see words.
 
 Follows the normalisation NVIDIA's Tacotron 2 was trained with ("1995" -> "nineteen ninety-five", no "and" inside
-numbers), with three readings made right: cents are what the digits after the point say ("$1.5" is fifty cents, not
-five), the digits after a decimal point are read one by one ("3.14" -> "three point one four"), and a fraction is
-read as one ("3/4" -> "three quarters", "1 1/2" -> "one and a half").
+numbers), with these readings made right:
+- cents are what the digits after the point say ("$1.5" is fifty cents, not five);
+- the digits after a decimal point are read one by one ("3.14" -> "three point one four");
+- a fraction is read as one ("3/4" and "\u00be" -> "three quarters", "1 1/2" -> "one and a half");
+- a time of day is read as one ("3:30" -> "three thirty", "9:05" -> "nine oh five", "10:00" -> "ten o'clock");
+- a decade is a plural ("the 1990s" -> "the nineteen nineties", "the '80s" -> "the eighties");
+- a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5").
 """
 from __future__ import annotations
 
 import functools
 import re
+import unicodedata
+from fractions import Fraction
 
 _NUMBER_WITH_COMMAS = re.compile(r"[0-9][0-9,]+[0-9]")
 _POUNDS = re.compile(r"£([0-9]+)")
@@ -19,12 +25,26 @@ _INTEGER = re.compile(r"[0-9]+")
 # A proper fraction with a denominator up to ten, optionally after a whole number ("1 1/2"); not part of a date or a
 # path ("1/2/2025", "24/7" are left to the slash, which parts the numbers).
 _FRACTION = re.compile(r"(?<![0-9/.])(?:([0-9]+) )?([0-9])/([0-9]|10)(?![0-9/])")
+# The one-character fractions of Unicode ("\u00bd", "\u215b"), written out as digits for _FRACTION to read.
+_FRACTION_CHARACTER = re.compile("[\u00bc-\u00be\u2150-\u215e]")
+# Hours and minutes, not part of a longer run of numbers and colons ("10:30:15" is left alone).
+_TIME_OF_DAY = re.compile(r"(?<![0-9:])([01]?[0-9]|2[0-3]):([0-5][0-9])(?![0-9:])")
+# "1990s", "1990's", "'80s", "20s": two or four digits ending in 0, then s.
+_DECADE = re.compile(r"(?<![0-9.])'?([0-9]{2}(?:[0-9]{2})?)'?s\b")
+_NUMBER_SIGN = re.compile(r"(?:#|\bno\. ?)(?=[0-9])", re.IGNORECASE)
+# A minus sign at the start of a number ("-5", "\u22125"), not a hyphen between numbers or words ("5-10", "covid-19").
+_MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 
 
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
+    text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
     text = _FRACTION.sub(_spell_fraction, text)
+    text = _TIME_OF_DAY.sub(_spell_time_of_day, text)
+    text = _DECADE.sub(_spell_decade, text)
+    text = _NUMBER_SIGN.sub("number ", text)
+    text = _MINUS.sub("minus ", text)
     text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
     text = _DOLLARS.sub(_spell_dollars, text)
     text = _DECIMAL.sub(_spell_decimal, text)
@@ -70,8 +90,31 @@ def _spell_fraction(match: re.Match) -> str:
     return f"{whole} and {fraction}" if whole is not None else fraction
 
 
+def _fraction_in_digits(match: re.Match) -> str:
+    fraction = Fraction(unicodedata.numeric(match.group(0))).limit_denominator(10)
+    return f" {fraction.numerator}/{fraction.denominator}"  # "1\u00bd" -> "1 1/2"; the extra space is collapsed later
+
+
+def _spell_time_of_day(match: re.Match) -> str:
+    hours, minutes = int(match.group(1)), int(match.group(2))
+    if minutes == 0:
+        return f"{_words(hours)} o'clock" if 1 <= hours <= 12 else f"{_words(hours)} hundred"  # "fourteen hundred"
+    return f"{_words(hours)} {'oh ' if minutes < 10 else ''}{_words(minutes)}"
+
+
+def _spell_decade(match: re.Match) -> str:
+    number = int(match.group(1))
+    if number % 10:  # "1995s", "'85s": not a decade
+        return match.group(0)
+    words = _spell_integer_value(number)
+    return words[:-1] + "ies" if words.endswith("y") else words + "s"  # "ninety" -> "nineties", "hundred" -> "hundreds"
+
+
 def _spell_integer(match: re.Match) -> str:
-    number = int(match.group(0))
+    return _spell_integer_value(int(match.group(0)))
+
+
+def _spell_integer_value(number: int) -> str:
     return _spell_year(number) if 1000 < number < 3000 else _words(number)
 
 

@@ -24,7 +24,7 @@ def run_demo(corpus: Path, output: Path, asr_checkpoint: Path, **environment: st
            "FILELISTS": str(corpus / "filelists"), "ASR_CHECKPOINT": str(asr_checkpoint), "OPEN_SEQUENCES": "2",
            "INVERTER_EPOCHS": "1", "OMP_NUM_THREADS": "1", **environment}
     return subprocess.run(["bash", "scripts/demo.sh", *TINY_TACOTRON2, "--epochs", "1", "--num-workers", "0",
-                           "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+                           "-bs", "8"], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 
 
 @pytest.mark.slow

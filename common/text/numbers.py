@@ -7,6 +7,8 @@ numbers), with these readings made right:
 - a fraction is read as one ("3/4" and "\u00be" -> "three quarters", "1 1/2" -> "one and a half");
 - a time of day is read as one ("3:30" -> "three thirty", "9:05" -> "nine oh five", "10:00" -> "ten o'clock");
 - a decade is a plural ("the 1990s" -> "the nineteen nineties", "the '80s" -> "the eighties");
+- a date written year-month-day is read as one ("2026-12-03" -> "december third, twenty twenty-six");
+- a telephone number is read digit by digit ("555-0123" -> "five five five, zero one two three");
 - a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5").
 """
 from __future__ import annotations
@@ -31,6 +33,11 @@ _FRACTION_CHARACTER = re.compile("[\u00bc-\u00be\u2150-\u215e]")
 _TIME_OF_DAY = re.compile(r"(?<![0-9:])([01]?[0-9]|2[0-3]):([0-5][0-9])(?![0-9:])")
 # "1990s", "1990's", "'80s", "20s": two or four digits ending in 0, then s.
 _DECADE = re.compile(r"(?<![0-9.])'?([0-9]{2}(?:[0-9]{2})?)'?s\b")
+_ISO_DATE = re.compile(r"(?<![\w-])([12][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])(?![0-9-])")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+# "555-0123", "212-555-0123": groups of three and four digits, not part of a longer run ("1-800", "5-10" are left).
+_TELEPHONE = re.compile(r"(?<![\w-])(?:([0-9]{3})-)?([0-9]{3})-([0-9]{4})(?![0-9-])")
 _NUMBER_SIGN = re.compile(r"(?:#|\bno\. ?)(?=[0-9])", re.IGNORECASE)
 # A minus sign at the start of a number ("-5", "\u22125"), not a hyphen between numbers or words ("5-10", "covid-19").
 _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
@@ -39,6 +46,8 @@ _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
+    text = _ISO_DATE.sub(_spell_iso_date, text)
+    text = _TELEPHONE.sub(_spell_telephone, text)
     text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
     text = _FRACTION.sub(_spell_fraction, text)
     text = _TIME_OF_DAY.sub(_spell_time_of_day, text)
@@ -88,6 +97,15 @@ def _spell_fraction(match: re.Match) -> str:
         unit = "halves" if unit == "half" else unit + "s"
     fraction = f"{_words(numerator)} {unit}"
     return f"{whole} and {fraction}" if whole is not None else fraction
+
+
+def _spell_iso_date(match: re.Match) -> str:
+    year, month, day = (int(group) for group in match.groups())
+    return f"{_MONTHS[month - 1]} {_inflect().ordinal(_words(day))}, {year}"  # the integer pass spells the year
+
+
+def _spell_telephone(match: re.Match) -> str:
+    return ", ".join(" ".join(_words(int(digit)) for digit in group) for group in match.groups() if group)
 
 
 def _fraction_in_digits(match: re.Match) -> str:

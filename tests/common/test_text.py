@@ -97,6 +97,13 @@ def test_symbol_table_matches_nvidia_ids():
     ("no. it is", "no. it is"),
     ("-5 or \u22123", "minus five or minus three"),
     ("5-10 covid-19", "five-ten covid-nineteen"),
+    # Dates written year-month-day and telephone numbers; an id such as "LJ001-0001" is neither.
+    ("on 2026-12-03", "on december third, twenty twenty-six"),
+    ("1999-01-31", "january thirty-first, nineteen ninety-nine"),
+    ("2026-13-03", "twenty twenty-six-thirteen-three"),
+    ("call 555-0123", "call five five five, zero one two three"),
+    ("212-555-0123", "two one two, five five five, zero one two three"),
+    ("LJ001-0001", "LJone-one"),
 ])
 def test_normalize_numbers(text, spoken):
     assert normalize_numbers(text) == spoken

@@ -57,7 +57,7 @@ def normalize_numbers(text: str) -> str:
     text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
     text = _DOLLARS.sub(_spell_dollars, text)
     text = _DECIMAL.sub(_spell_decimal, text)
-    text = _ORDINAL.sub(lambda match: _inflect().ordinal(_words(int(match.group(1)))), text)
+    text = _ORDINAL.sub(lambda match: _ordinal_words(int(match.group(1))), text)
     return _INTEGER.sub(_spell_integer, text)
 
 
@@ -82,15 +82,14 @@ def _spell_dollars(match: re.Match) -> str:
 
 
 def _spell_decimal(match: re.Match) -> str:
-    digits = " ".join(_words(int(digit)) for digit in match.group(2))
-    return f"{match.group(1)} point {digits}"
+    return f"{match.group(1)} point {_digits_one_by_one(match.group(2))}"
 
 
 def _spell_fraction(match: re.Match) -> str:
     whole, numerator, denominator = match.group(1), int(match.group(2)), int(match.group(3))
     if not 0 < numerator < denominator:  # "3/2", "0/5": not a fraction people write, leave it to the slash
         return match.group(0)
-    unit = {2: "half", 4: "quarter"}.get(denominator) or _inflect().ordinal(_words(denominator))  # "third", "tenth"
+    unit = {2: "half", 4: "quarter"}.get(denominator) or _ordinal_words(denominator)  # "third", "tenth"
     if whole is not None and numerator == 1:
         return f"{whole} and a {unit}"  # the integer pass spells the whole number
     if numerator > 1:
@@ -101,11 +100,11 @@ def _spell_fraction(match: re.Match) -> str:
 
 def _spell_iso_date(match: re.Match) -> str:
     year, month, day = (int(group) for group in match.groups())
-    return f"{_MONTHS[month - 1]} {_inflect().ordinal(_words(day))}, {year}"  # the integer pass spells the year
+    return f"{_MONTHS[month - 1]} {_ordinal_words(day)}, {year}"  # the integer pass spells the year
 
 
 def _spell_telephone(match: re.Match) -> str:
-    return ", ".join(" ".join(_words(int(digit)) for digit in group) for group in match.groups() if group)
+    return ", ".join(_digits_one_by_one(group) for group in match.groups() if group)
 
 
 def _fraction_in_digits(match: re.Match) -> str:
@@ -154,3 +153,11 @@ def _inflect():
 
 def _words(number: int) -> str:
     return _inflect().number_to_words(number, andword="")
+
+
+def _ordinal_words(number: int) -> str:
+    return _inflect().ordinal(_words(number))  # "third", "thirty-first"
+
+
+def _digits_one_by_one(digits: str) -> str:
+    return " ".join(_words(int(digit)) for digit in digits)  # "0123" -> "zero one two three"

@@ -7,8 +7,14 @@ numbers), with these readings made right:
 - a fraction is read as one ("3/4" and "\u00be" -> "three quarters", "1 1/2" -> "one and a half");
 - a time of day is read as one ("3:30" -> "three thirty", "9:05" -> "nine oh five", "10:00" -> "ten o'clock");
 - a decade is a plural ("the 1990s" -> "the nineteen nineties", "the '80s" -> "the eighties");
-- a date written year-month-day is read as one ("2026-12-03" -> "december third, twenty twenty-six");
-- a telephone number is read digit by digit ("555-0123" -> "five five five, zero one two three");
+- a date is read as one, written year-month-day or month/day/year as in the United States ("2026-12-03" and
+  "12/03/2026" -> "december third, twenty twenty-six");
+- a telephone number is read digit by digit ("555-0123" -> "five five five, zero one two three"; "1-800-555-0123"
+  and "(800) 555-0123" begin "one, eight hundred" and "eight hundred");
+- a range is read with "to" ("5-10" -> "five to ten"), a hyphen inside a word stays ("covid-19");
+- an "x" after a number is "by" or "times" ("3x4" -> "three by four", "2x faster" -> "two times faster");
+- a unit after a number is its word ("100 km" -> "one hundred kilometers", "1 kg" -> "one kilogram", "60 mph" ->
+  "sixty miles per hour"), and so is a time of day's "am" and "pm" ("5 p.m." -> "five p m");
 - a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5").
 """
 from __future__ import annotations
@@ -34,11 +40,46 @@ _TIME_OF_DAY = re.compile(r"(?<![0-9:])([01]?[0-9]|2[0-3]):([0-5][0-9])(?![0-9:]
 # "1990s", "1990's", "'80s", "20s": two or four digits ending in 0, then s.
 _DECADE = re.compile(r"(?<![0-9.])'?([0-9]{2}(?:[0-9]{2})?)'?s\b")
 _ISO_DATE = re.compile(r"(?<![\w-])([12][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])(?![0-9-])")
+# Month/day/year with a four-digit year ("12/03/2026", "1/2/2025"); not a run of more slashes or a path.
+_SLASH_DATE = re.compile(r"(?<![\w/.])(0?[1-9]|1[0-2])/(0?[1-9]|[12][0-9]|3[01])/([12][0-9]{3})(?![\w/])")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
-# "555-0123", "212-555-0123": groups of three and four digits, not part of a longer run ("1-800", "5-10" are left).
-_TELEPHONE = re.compile(r"(?<![\w-])(?:([0-9]{3})-)?([0-9]{3})-([0-9]{4})(?![0-9-])")
+# "555-0123", "212-555-0123", "(212) 555-0123", "1-800-555-0123": groups of three and four digits, not part of a
+# longer run of digits and hyphens.
+_TELEPHONE = re.compile(r"(?<![\w-])(?:(1)-(?=[0-9]{3}-))?(?:\(([0-9]{3})\) ?|([0-9]{3})-)?([0-9]{3})-([0-9]{4})"
+                        r"(?![0-9-])")
+# Area codes said as a number, not digit by digit: the toll-free "eight hundred".
+_AREA_CODES_SAID_AS_NUMBERS = {"800"}
+# The toll-free prefix on its own ("1-800 numbers"), not a range.
+_TOLL_FREE_PREFIX = re.compile(r"(?<![\w-])1-800(?![0-9])")
+# Two numbers joined by a hyphen ("5-10", "1990-1995", "3-2"), not inside a word or an id ("covid-19", "LJ001-0001").
+_RANGE = re.compile(r"(?<![\w.-])([0-9]+)-([0-9]+)(?![\w.-])")
 _NUMBER_SIGN = re.compile(r"(?:#|\bno\. ?)(?=[0-9])", re.IGNORECASE)
+# Units after a number, each as (singular, plural). Letters that mean more than one thing after a number ("m":
+# metres, minutes or millions; "in", "g", "l") are left as they are.
+_UNIT_WORDS = {
+    "km/h": ("kilometer per hour", "kilometers per hour"), "kph": ("kilometer per hour", "kilometers per hour"),
+    "mph": ("mile per hour", "miles per hour"),
+    "km": ("kilometer", "kilometers"), "cm": ("centimeter", "centimeters"), "mm": ("millimeter", "millimeters"),
+    "ft": ("foot", "feet"), "kg": ("kilogram", "kilograms"), "mg": ("milligram", "milligrams"),
+    "lb": ("pound", "pounds"), "lbs": ("pound", "pounds"), "oz": ("ounce", "ounces"), "ml": ("milliliter",
+    "milliliters"), "kb": ("kilobyte", "kilobytes"), "mb": ("megabyte", "megabytes"), "gb": ("gigabyte",
+    "gigabytes"), "tb": ("terabyte", "terabytes"), "hz": ("hertz", "hertz"), "khz": ("kilohertz", "kilohertz"),
+    "mhz": ("megahertz", "megahertz"), "ghz": ("gigahertz", "gigahertz"), "kw": ("kilowatt", "kilowatts"),
+    "kwh": ("kilowatt hour", "kilowatt hours"), "ms": ("millisecond", "milliseconds"), "sec": ("second", "seconds"),
+    "secs": ("second", "seconds"), "min": ("minute", "minutes"), "mins": ("minute", "minutes"),
+    "hr": ("hour", "hours"), "hrs": ("hour", "hours"),
+}
+# The full stop of an abbreviation ("6 ft. tall", "5 p.m. on"), read past unless a new sentence follows it.
+_ABBREVIATION_STOP = r"(?:\.(?!\s+(?-i:[A-Z])))?"
+_UNIT = re.compile(r"(?<![\w.])([0-9][0-9.]*) ?("
+                   + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
+                   + r")(?![\w/])" + _ABBREVIATION_STOP, re.IGNORECASE)
+# "am" and "pm" after a time or an hour ("5pm", "3:30 a.m."), read as their letters.
+_AM_PM = re.compile(r"(?<=[0-9]) ?([ap])\.?m\b" + _ABBREVIATION_STOP, re.IGNORECASE)
+# "x" after a number: "by" between two numbers ("3x4", "1920 x 1080"), "times" before a word or the end ("2x faster").
+_BY = re.compile(r"(?<=[0-9]) ?x ?(?=[0-9])")
+_TIMES = re.compile(r"(?<![\w.])([0-9][0-9.]*)x\b")
 # A minus sign at the start of a number ("-5", "\u22125"), not a hyphen between numbers or words ("5-10", "covid-19").
 _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 
@@ -46,13 +87,20 @@ _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
-    text = _ISO_DATE.sub(_spell_iso_date, text)
+    text = _ISO_DATE.sub(lambda match: _spoken_date(*match.groups()), text)
+    text = _SLASH_DATE.sub(lambda match: _spoken_date(match.group(3), match.group(1), match.group(2)), text)
     text = _TELEPHONE.sub(_spell_telephone, text)
+    text = _TOLL_FREE_PREFIX.sub("one eight hundred", text)
+    text = _RANGE.sub(r"\1 to \2", text)
     text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
     text = _FRACTION.sub(_spell_fraction, text)
+    text = _AM_PM.sub(lambda match: f" {match.group(1).lower()} m", text)
     text = _TIME_OF_DAY.sub(_spell_time_of_day, text)
     text = _DECADE.sub(_spell_decade, text)
     text = _NUMBER_SIGN.sub("number ", text)
+    text = _UNIT.sub(_spell_unit, text)
+    text = _BY.sub(" by ", text)
+    text = _TIMES.sub(r"\1 times", text)
     text = _MINUS.sub("minus ", text)
     text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
     text = _DOLLARS.sub(_spell_dollars, text)
@@ -98,13 +146,23 @@ def _spell_fraction(match: re.Match) -> str:
     return f"{whole} and {fraction}" if whole is not None else fraction
 
 
-def _spell_iso_date(match: re.Match) -> str:
-    year, month, day = (int(group) for group in match.groups())
-    return f"{_MONTHS[month - 1]} {_ordinal_words(day)}, {year}"  # the integer pass spells the year
+def _spoken_date(year: str, month: str, day: str) -> str:
+    return f"{_MONTHS[int(month) - 1]} {_ordinal_words(int(day))}, {year}"  # the integer pass spells the year
 
 
 def _spell_telephone(match: re.Match) -> str:
-    return ", ".join(_digits_one_by_one(group) for group in match.groups() if group)
+    country, area_in_brackets, area, exchange, line = match.groups()
+    area = area_in_brackets or area
+    groups = [_words(int(country))] if country else []
+    if area:
+        groups.append(_words(int(area)) if area in _AREA_CODES_SAID_AS_NUMBERS else _digits_one_by_one(area))
+    return ", ".join(groups + [_digits_one_by_one(exchange), _digits_one_by_one(line)])
+
+
+def _spell_unit(match: re.Match) -> str:
+    number, unit = match.groups()
+    singular, plural = _UNIT_WORDS[unit.lower()]
+    return f"{number} {singular if number == '1' else plural}"  # the later passes spell the number
 
 
 def _fraction_in_digits(match: re.Match) -> str:

@@ -5,15 +5,18 @@
 # Moonshine base, which nobody here trained, hears both, scored against the same references: the words a person
 # reads out (this checkout's reading), beside eSpeak NG saying them.
 #
-#   bash experiments/text_readings/compare.sh [DEMO_OUTPUT (output/demo)] [BASE (2abd3bd)]
+# SENTENCES is another such file: sentences_units_dates.txt holds units, dates, telephone numbers, ranges, "x" and
+# a time's am and pm, against BASE 6633553 (the readings before those).
+#
+#   bash experiments/text_readings/compare.sh [DEMO_OUTPUT (output/demo)] [BASE (2abd3bd)] [SENTENCES (sentences.txt)]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEMO=$(realpath "${1:-output/demo}")
 BASE=${2:-2abd3bd}
 SEEDS=(1234 1 2)
 PYTHON=$(realpath -s "${PYTHON:-.venv/bin/python}")  # -s: a venv's python is a link
-TEXTS=$(realpath experiments/text_readings/sentences.txt)
-OUT=$DEMO/text_readings
+TEXTS=$(realpath "${3:-experiments/text_readings/sentences.txt}")
+OUT=$DEMO/text_readings/$(basename "$TEXTS" .txt)
 tacotron2=(--tacotron2 "$DEMO/checkpoint_Tacotron2_last.pt" --melinverter "$DEMO/melinverter/checkpoint_MelInverter_last.pt")
 
 base_tree=$(mktemp -d)

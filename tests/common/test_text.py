@@ -76,12 +76,12 @@ def test_symbol_table_matches_nvidia_ids():
     ("24/7", "twenty-four/seven"),
     ("3/2", "three/two"),
     ("1/12", "one/twelve"),
-    ("1/2/2025", "one/two/twenty twenty-five"),
+    ("1/2/2025/x", "one/two/twenty twenty-five/x"),
     ("\u00bd cup", " one half cup"),
     ("1\u00bd hours", "one and a half hours"),
     ("\u215b inch", " one eighth inch"),
     # Times of day, decades, number signs and minus signs.
-    ("at 3:30 pm", "at three thirty pm"),
+    ("at 3:30 pm", "at three thirty p m"),
     ("9:05", "nine oh five"),
     ("10:00", "ten o'clock"),
     ("14:00", "fourteen hundred"),
@@ -96,7 +96,8 @@ def test_symbol_table_matches_nvidia_ids():
     ("No. 5", "number five"),
     ("no. it is", "no. it is"),
     ("-5 or \u22123", "minus five or minus three"),
-    ("5-10 covid-19", "five-ten covid-nineteen"),
+    ("5-10 covid-19", "five to ten covid-nineteen"),
+    ("1990-1995 and 3-2", "nineteen ninety to nineteen ninety-five and three to two"),
     # Dates written year-month-day and telephone numbers; an id such as "LJ001-0001" is neither.
     ("on 2026-12-03", "on december third, twenty twenty-six"),
     ("1999-01-31", "january thirty-first, nineteen ninety-nine"),
@@ -104,6 +105,22 @@ def test_symbol_table_matches_nvidia_ids():
     ("call 555-0123", "call five five five, zero one two three"),
     ("212-555-0123", "two one two, five five five, zero one two three"),
     ("LJ001-0001", "LJone-one"),
+    ("12/03/2026 and 1/2/2025", "december third, twenty twenty-six and january second, twenty twenty-five"),
+    ("13/03/2026", "thirteen/three/twenty twenty-six"),  # no thirteenth month: left to the slash
+    ("1-800-555-0123", "one, eight hundred, five five five, zero one two three"),
+    ("(212) 555-0123", "two one two, five five five, zero one two three"),
+    ("1-800 numbers", "one eight hundred numbers"),
+    # Units after a number, "x", and a time's am and pm; a unit's full stop is read past unless a sentence follows.
+    ("100 km and 1 km", "one hundred kilometers and one kilometer"),
+    ("2.5 kg, 60 mph, 100 km/h", "two point five kilograms, sixty miles per hour, one hundred kilometers per hour"),
+    ("1.5 GB in 20 ms", "one point five gigabytes in twenty milliseconds"),
+    ("6 ft. tall", "six feet tall"),
+    ("6 ft. Then", "six feet. Then"),
+    ("the km and 5 m", "the km and five m"),  # "m" is metres, minutes or millions: left
+    ("2x faster, a 4x4, 1920 x 1080", "two times faster, a four by four, nineteen twenty by ten eighty"),
+    ("5pm, 3:30 a.m. and 10 AM", "five p m, three thirty a m and ten a m"),
+    ("at 5 p.m. We left", "at five p m. We left"),
+    ("in 1995 a man", "in nineteen ninety-five a man"),
 ])
 def test_normalize_numbers(text, spoken):
     assert normalize_numbers(text) == spoken

@@ -14,7 +14,7 @@ numbers), with these readings made right:
 - a range is read with "to" ("5-10" -> "five to ten"), a hyphen inside a word stays ("covid-19");
 - an "x" after a number is "by" or "times" ("3x4" -> "three by four", "2x faster" -> "two times faster");
 - a unit after a number is its word ("100 km" -> "one hundred kilometers", "1 kg" -> "one kilogram", "60 mph" ->
-  "sixty miles per hour"), and so is a time of day's "am" and "pm" ("5 p.m." -> "five p m");
+  "sixty miles per hour"), and so is a time of day's "am" and "pm" ("5 p.m." -> "five pee em");
 - a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5").
 """
 from __future__ import annotations
@@ -75,7 +75,8 @@ _ABBREVIATION_STOP = r"(?:\.(?!\s+(?-i:[A-Z])))?"
 _UNIT = re.compile(r"(?<![\w.])([0-9][0-9.]*) ?("
                    + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
                    + r")(?![\w/])" + _ABBREVIATION_STOP, re.IGNORECASE)
-# "am" and "pm" after a time or an hour ("5pm", "3:30 a.m."), read as their letters.
+# "am" and "pm" after a time or an hour ("5pm", "3:30 a.m."), read as their letters: written as the words for the
+# letters, because "a" alone is read "uh" (by the CMU dictionary too) and "p" alone may be read as its sound.
 _AM_PM = re.compile(r"(?<=[0-9]) ?([ap])\.?m\b" + _ABBREVIATION_STOP, re.IGNORECASE)
 # "x" after a number: "by" between two numbers ("3x4", "1920 x 1080"), "times" before a word or the end ("2x faster").
 _BY = re.compile(r"(?<=[0-9]) ?x ?(?=[0-9])")
@@ -94,7 +95,7 @@ def normalize_numbers(text: str) -> str:
     text = _RANGE.sub(r"\1 to \2", text)
     text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
     text = _FRACTION.sub(_spell_fraction, text)
-    text = _AM_PM.sub(lambda match: f" {match.group(1).lower()} m", text)
+    text = _AM_PM.sub(lambda match: " ay em" if match.group(1) in "aA" else " pee em", text)
     text = _TIME_OF_DAY.sub(_spell_time_of_day, text)
     text = _DECADE.sub(_spell_decade, text)
     text = _NUMBER_SIGN.sub("number ", text)

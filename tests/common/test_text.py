@@ -81,7 +81,7 @@ def test_symbol_table_matches_nvidia_ids():
     ("1\u00bd hours", "one and a half hours"),
     ("\u215b inch", " one eighth inch"),
     # Times of day, decades, number signs and minus signs.
-    ("at 3:30 pm", "at three thirty p m"),
+    ("at 3:30 pm", "at three thirty pee em"),
     ("9:05", "nine oh five"),
     ("10:00", "ten o'clock"),
     ("14:00", "fourteen hundred"),
@@ -118,8 +118,8 @@ def test_symbol_table_matches_nvidia_ids():
     ("6 ft. Then", "six feet. Then"),
     ("the km and 5 m", "the km and five m"),  # "m" is metres, minutes or millions: left
     ("2x faster, a 4x4, 1920 x 1080", "two times faster, a four by four, nineteen twenty by ten eighty"),
-    ("5pm, 3:30 a.m. and 10 AM", "five p m, three thirty a m and ten a m"),
-    ("at 5 p.m. We left", "at five p m. We left"),
+    ("5pm, 3:30 a.m. and 10 AM", "five pee em, three thirty ay em and ten ay em"),
+    ("at 5 p.m. We left", "at five pee em. We left"),
     ("in 1995 a man", "in nineteen ninety-five a man"),
 ])
 def test_normalize_numbers(text, spoken):

@@ -10,7 +10,8 @@ ids it gives: a character it cannot transliterate is dropped before the spaces a
 Some readings are made right. Transliteration reads an em dash between words as a comma ("yes—no" is "yes, no")
 and an ellipsis as three full stops ("wait… what" is "wait... what"), where NVIDIA's drops both ("yesno", "wait
 what"). english_cleaners reads the symbols that stand for words ("50%" is "fifty percent", "and/or" is "and or",
-"5°C" is "five degrees celsius"), which NVIDIA's front-end drops or spells ("fifty", "andor", "fivedegc"), and
+"5°C" is "five degrees celsius", "example.com" is "example dot com"), which NVIDIA's front-end drops or spells
+("fifty", "andor", "fivedegc", "example.com"), and
 drops double quotes, which have no sound and no id in NVIDIA's table, without reporting them. A line without these
 characters gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
 """
@@ -98,7 +99,17 @@ def _read_degrees(match: re.Match) -> str:
     return words + " " if word_follows else words  # "5°Celsius" -> "five degrees celsius"
 
 
+# A web address or an e-mail's domain: the scheme is not said, "www." is its letters and the dot before a top-level
+# domain is "dot" ("https://www.example.com" -> "w w w dot example dot com"); a slash after it parts words, as anywhere.
+_URL_SCHEME = re.compile(r"\bhttps?://", re.IGNORECASE)
+_WWW = re.compile(r"\bwww\.", re.IGNORECASE)
+_DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|co|uk|de|fr|info|ai|us|ca|au)\b", re.IGNORECASE)
+
+
 def spell_symbols(text: str) -> str:
+    text = _URL_SCHEME.sub("", text)
+    text = _WWW.sub("w w w dot ", text)
+    text = _DOMAIN.sub(lambda match: match.group(0).replace(".", " dot "), text)
     text = _DEGREES.sub(_read_degrees, text)
     return _SYMBOL.sub(lambda match: _SYMBOL_WORDS[match.group(0)], text)
 

@@ -9,6 +9,8 @@ numbers), with these readings made right:
 - a decade is a plural ("the 1990s" -> "the nineteen nineties", "the '80s" -> "the eighties");
 - a date is read as one, written year-month-day or month/day/year as in the United States ("2026-12-03" and
   "12/03/2026" -> "december third, twenty twenty-six");
+- a run of ten digits or more is read digit by digit in groups ("4111111111111111" -> "four one one one, one one one
+  one, ...");
 - a telephone number is read digit by digit ("555-0123" -> "five five five, zero one two three"; "1-800-555-0123"
   and "(800) 555-0123" begin "one, eight hundred" and "eight hundred");
 - a range is read with "to" ("5-10" -> "five to ten"), a hyphen inside a word stays ("covid-19");
@@ -25,6 +27,9 @@ import unicodedata
 from fractions import Fraction
 
 _NUMBER_WITH_COMMAS = re.compile(r"[0-9][0-9,]+[0-9]")
+# Ten digits or more in one run, not an amount (no commas, no currency sign, no decimal point): an account, card or
+# telephone number, read digit by digit in groups ("4111111111111111" is not "four quadrillion ...").
+_LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3])[0-9]{10,}(?![0-9,]|\.[0-9])")
 _POUNDS = re.compile(r"£([0-9]+)")
 _DOLLARS = re.compile(r"\$([0-9.]*[0-9]+)")
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -87,6 +92,7 @@ _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
+    text = _LONG_DIGIT_RUN.sub(_spell_long_digit_run, text)
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
     text = _ISO_DATE.sub(lambda match: _spoken_date(*match.groups()), text)
     text = _SLASH_DATE.sub(lambda match: _spoken_date(match.group(3), match.group(1), match.group(2)), text)
@@ -158,6 +164,14 @@ def _spell_telephone(match: re.Match) -> str:
     if area:
         groups.append(_words(int(area)) if area in _AREA_CODES_SAID_AS_NUMBERS else _digits_one_by_one(area))
     return ", ".join(groups + [_digits_one_by_one(exchange), _digits_one_by_one(line)])
+
+
+def _spell_long_digit_run(match: re.Match) -> str:
+    digits = match.group(0)
+    # Ten digits are a telephone number, said three, three and four; longer runs in fours, as cards are printed.
+    groups = [digits[:3], digits[3:6], digits[6:]] if len(digits) == 10 else [
+        digits[start:start + 4] for start in range(0, len(digits), 4)]
+    return ", ".join(_digits_one_by_one(group) for group in groups)
 
 
 def _spell_unit(match: re.Match) -> str:

@@ -110,6 +110,12 @@ def test_symbol_table_matches_nvidia_ids():
     ("1-800-555-0123", "one, eight hundred, five five five, zero one two three"),
     ("(212) 555-0123", "two one two, five five five, zero one two three"),
     ("1-800 numbers", "one eight hundred numbers"),
+    # Ten digits or more, not an amount: digit by digit, in groups.
+    ("card 4111111111111111", "card four one one one, one one one one, one one one one, one one one one"),
+    ("call 5551234567", "call five five five, one two three, four five six seven"),
+    ("1,234,567,890", "one billion, two hundred thirty-four million, five hundred sixty-seven thousand, eight hundred "
+                      "ninety"),
+    ("$10000000000", "ten billion dollars"),
     # Units after a number, "x", and a time's am and pm; a unit's full stop is read past unless a sentence follows.
     ("100 km and 1 km", "one hundred kilometers and one kilometer"),
     ("2.5 kg, 60 mph, 100 km/h", "two point five kilograms, sixty miles per hour, one hundred kilometers per hour"),
@@ -264,6 +270,9 @@ def test_english_cleaners_transliterate_as_nvidia(text, nvidia_ids_text):
     ("wait\u2026 what\u2026 now", "wait... what... now"),  # NVIDIA's: "wait what now"
     ("5\u00b0C, 1\u00b0 F and 90\u00b0 out", "five degrees celsius, one degree fahrenheit and ninety degrees out"),
     ("\u201cHi,\u201d she said \"ok\"", "hi, she said ok"),  # NVIDIA's: the same ids, with a report of the quotes
+    ("see https://www.example.com/about or bob@news.bbc.co.uk", "see w w w dot example dot com about or bob at news "
+                                                                "dot bbc dot co dot uk"),
+    ("e.g. github.io, not the U.S. one", "e.g. github dot io, not the u.s. one"),
 ])
 def test_english_cleaners_read_symbols_as_words(text, words, caplog):
     processor = TextProcessor()

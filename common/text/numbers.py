@@ -2,7 +2,9 @@
 
 Follows the normalisation NVIDIA's Tacotron 2 was trained with ("1995" -> "nineteen ninety-five", no "and" inside
 numbers), with these readings made right:
-- cents are what the digits after the point say ("$1.5" is fifty cents, not five);
+- cents are what the digits after the point say ("$1.5" is fifty cents, not five), and pence too ("\u00a32.50" is
+  "two pounds, fifty pence"); euros and yen are read ("\u20ac5", "5 \u20ac", "\u00a5100"), and so is an amount with
+  its magnitude ("$2.5 billion", "$5m" -> "two point five billion dollars", "five million dollars");
 - the digits after a decimal point are read one by one ("3.14" -> "three point one four");
 - a fraction is read as one ("3/4" and "\u00be" -> "three quarters", "1 1/2" -> "one and a half");
 - a time of day is read as one ("3:30" -> "three thirty", "9:05" -> "nine oh five", "10:00" -> "ten o'clock");
@@ -29,9 +31,16 @@ from fractions import Fraction
 _NUMBER_WITH_COMMAS = re.compile(r"[0-9][0-9,]+[0-9]")
 # Ten digits or more in one run, not an amount (no commas, no currency sign, no decimal point): an account, card or
 # telephone number, read digit by digit in groups ("4111111111111111" is not "four quadrillion ...").
-_LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3])[0-9]{10,}(?![0-9,]|\.[0-9])")
-_POUNDS = re.compile(r"£([0-9]+)")
-_DOLLARS = re.compile(r"\$([0-9.]*[0-9]+)")
+_LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3\u20ac\u00a5])[0-9]{10,}(?![0-9,]|\.[0-9])")
+# Money: a currency sign before an amount ("$5", "£2.50", "€0.99", "$2.5 billion", "$5m") or after it ("5 €", "5¢").
+# Each sign's unit and its hundredth, singular and plural; the yen has none.
+_CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "\u00a3": ("pound", "pounds", "penny", "pence"),
+               "\u20ac": ("euro", "euros", "cent", "cents"), "\u00a5": ("yen", "yen", None, None)}
+_MAGNITUDES = {"thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion",
+               "k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
+_MONEY = re.compile(r"([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
+                    r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
+_MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a3$\u00a5\u00a2])")
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
 _ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)
 _INTEGER = re.compile(r"[0-9]+")
@@ -109,31 +118,42 @@ def normalize_numbers(text: str) -> str:
     text = _BY.sub(" by ", text)
     text = _TIMES.sub(r"\1 times", text)
     text = _MINUS.sub("minus ", text)
-    text = _POUNDS.sub(lambda match: _amount(int(match.group(1)), "pound"), text)
-    text = _DOLLARS.sub(_spell_dollars, text)
+    text = _MONEY_SIGN_AFTER.sub(_spell_money_sign_after, text)
+    text = _MONEY.sub(_spell_money, text)
     text = _DECIMAL.sub(_spell_decimal, text)
     text = _ORDINAL.sub(lambda match: _ordinal_words(int(match.group(1))), text)
     return _INTEGER.sub(_spell_integer, text)
 
 
-def _amount(count: int, unit: str) -> str:
+def _amount(count: int, singular: str, plural: str) -> str:
     # Digits stay digits here; the integer pass spells them (and reads "$1500" as "fifteen hundred dollars").
-    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+    return f"{count} {singular if count == 1 else plural}"
 
 
-def _spell_dollars(match: re.Match) -> str:
-    amount = match.group(1)
+def _spell_money(match: re.Match) -> str:
+    sign, amount, magnitude_word, magnitude_letter = match.groups()
+    unit, units, hundredth, hundredths = _CURRENCIES[sign]
+    magnitude = magnitude_word or magnitude_letter  # a letter only when written close: "$5m", not "$5 m"
+    if magnitude:  # "$2.5 billion", "$5m": "2.5 billion dollars", the decimal pass reads the number
+        return f"{amount} {_MAGNITUDES[magnitude.lower()]} {units}"
     whole, _, fraction = amount.partition(".")
-    if "." in fraction or len(fraction) > 2:  # "$1.999" or "$1.2.3": not a price in cents, read the number
-        return f"{amount} dollars"
-    dollars = int(whole or 0)
-    cents = int(fraction.ljust(2, "0")) if fraction else 0
+    if "." in fraction or len(fraction) > 2 or (fraction and hundredth is None):  # "$1.999", "\u00a51.5": the number
+        return f"{amount} {units}"
+    count = int(whole or 0)
+    hundredth_count = int(fraction.ljust(2, "0")) if fraction else 0  # "$1.5" is fifty cents
     parts = []
-    if dollars or not cents:
-        parts.append(_amount(dollars, "dollar"))
-    if cents:
-        parts.append(_amount(cents, "cent"))
+    if count or not hundredth_count:
+        parts.append(_amount(count, unit, units))
+    if hundredth_count:
+        parts.append(_amount(hundredth_count, hundredth, hundredths))
     return ", ".join(parts)
+
+
+def _spell_money_sign_after(match: re.Match) -> str:
+    amount, sign = match.groups()
+    if sign == "\u00a2":  # "5\u00a2": cents
+        return f"{amount} cent" if amount == "1" else f"{amount} cents"
+    return _spell_money(_MONEY.match(f"{sign}{amount}"))
 
 
 def _spell_decimal(match: re.Match) -> str:

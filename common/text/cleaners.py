@@ -10,8 +10,8 @@ ids it gives: a character it cannot transliterate is dropped before the spaces a
 Some readings are made right. Transliteration reads an em dash between words as a comma ("yes—no" is "yes, no")
 and an ellipsis as three full stops ("wait… what" is "wait... what"), where NVIDIA's drops both ("yesno", "wait
 what"). english_cleaners reads the symbols that stand for words ("50%" is "fifty percent", "and/or" is "and or",
-"5°C" is "five degrees celsius", "example.com" is "example dot com"), which NVIDIA's front-end drops or spells
-("fifty", "andor", "fivedegc", "example.com"), and
+"5°C" is "five degrees celsius", "example.com" is "example dot com") and the Latin abbreviations ("e.g." is "for
+example"), which NVIDIA's front-end drops or spells ("fifty", "andor", "fivedegc", "example.com", "e.g."), and
 drops double quotes, which have no sound and no id in NVIDIA's table, without reporting them. A line without these
 characters gets the same ids as NVIDIA's, and a published checkpoint reads the words it knows.
 """
@@ -106,7 +106,21 @@ _WWW = re.compile(r"\bwww\.", re.IGNORECASE)
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|co|uk|de|fr|info|ai|us|ca|au)\b", re.IGNORECASE)
 
 
+# Latin abbreviations said as their English words ("e.g." is "for example", not the letters with a pause after each).
+# Their full stop is not a sentence's, except after "etc." at the end of the line or before a capital.
+_SAID_ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|vs|etc)\.|\bvs\b", re.IGNORECASE)
+_SAID_AS = {"e.g": "for example", "i.e": "that is", "vs": "versus", "etc": "et cetera"}
+
+
+def _say_abbreviation(match: re.Match) -> str:
+    abbreviation = (match.group(1) or "vs").lower()
+    following = match.string[match.end():]
+    ends_a_sentence = abbreviation == "etc" and re.match(r"\s*$|\s+[A-Z]", following)
+    return _SAID_AS[abbreviation] + ("." if ends_a_sentence else "")
+
+
 def spell_symbols(text: str) -> str:
+    text = _SAID_ABBREVIATIONS.sub(_say_abbreviation, text)
     text = _URL_SCHEME.sub("", text)
     text = _WWW.sub("w w w dot ", text)
     text = _DOMAIN.sub(lambda match: match.group(0).replace(".", " dot "), text)

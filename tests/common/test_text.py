@@ -280,7 +280,9 @@ def test_english_cleaners_transliterate_as_nvidia(text, nvidia_ids_text):
     ("\u201cHi,\u201d she said \"ok\"", "hi, she said ok"),  # NVIDIA's: the same ids, with a report of the quotes
     ("see https://www.example.com/about or bob@news.bbc.co.uk", "see w w w dot example dot com about or bob at news "
                                                                 "dot bbc dot co dot uk"),
-    ("e.g. github.io, not the U.S. one", "e.g. github dot io, not the u.s. one"),
+    ("e.g. github.io, not the U.S. one", "for example github dot io, not the u.s. one"),
+    ("cats vs. dogs, i.e. pets, etc. and so on", "cats versus dogs, that is pets, et cetera and so on"),
+    ("apples, pears, etc. We left", "apples, pears, et cetera. we left"),
 ])
 def test_english_cleaners_read_symbols_as_words(text, words, caplog):
     processor = TextProcessor()

@@ -35,8 +35,17 @@ _ABBREVIATIONS = [
         ("jr", "junior"), ("maj", "major"), ("gen", "general"), ("drs", "doctors"), ("rev", "reverend"),
         ("lt", "lieutenant"), ("hon", "honorable"), ("sgt", "sergeant"), ("capt", "captain"), ("esq", "esquire"),
         ("ltd", "limited"), ("col", "colonel"), ("ft", "fort"),
+        # Beyond NVIDIA's list: months, titles and words people abbreviate in everyday writing.
+        ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("jun", "june"),
+        ("jul", "july"), ("aug", "august"), ("sept", "september"), ("sep", "september"), ("oct", "october"),
+        ("nov", "november"), ("dec", "december"), ("prof", "professor"), ("mt", "mount"), ("apt", "apartment"),
+        ("ave", "avenue"), ("blvd", "boulevard"), ("approx", "approximately"), ("fig", "figure"),
+        ("dept", "department"), ("vol", "volume"),
     ]
 ]
+# A title without its full stop, as British English writes it, before a name ("Mr Smith", "Dr Jones").
+_TITLE_BEFORE_NAME = re.compile(r"\b(Mrs|Mr|Dr)(?= [A-Z])")
+_TITLES = {"Mrs": "misess", "Mr": "mister", "Dr": "doctor"}
 
 
 # Where NVIDIA's own transliteration table gives other ASCII than PyPI unidecode (which gives "o" and "--").
@@ -120,6 +129,7 @@ def _say_abbreviation(match: re.Match) -> str:
 
 
 def spell_symbols(text: str) -> str:
+    text = _TITLE_BEFORE_NAME.sub(lambda match: _TITLES[match.group(1)], text)
     text = _SAID_ABBREVIATIONS.sub(_say_abbreviation, text)
     text = _URL_SCHEME.sub("", text)
     text = _WWW.sub("w w w dot ", text)

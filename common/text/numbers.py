@@ -10,7 +10,8 @@ numbers), with these readings made right:
 - a time of day is read as one ("3:30" -> "three thirty", "9:05" -> "nine oh five", "10:00" -> "ten o'clock");
 - a decade is a plural ("the 1990s" -> "the nineteen nineties", "the '80s" -> "the eighties");
 - a date is read as one, written year-month-day or month/day/year as in the United States ("2026-12-03" and
-  "12/03/2026" -> "december third, twenty twenty-six");
+  "12/03/2026" -> "december third, twenty twenty-six"), and a day after a month is its ordinal ("May 5" -> "May
+  fifth");
 - a run of ten digits or more is read digit by digit in groups ("4111111111111111" -> "four one one one, one one one
   one, ...");
 - a telephone number is read digit by digit ("555-0123" -> "five five five, zero one two three"; "1-800-555-0123"
@@ -58,6 +59,11 @@ _ISO_DATE = re.compile(r"(?<![\w-])([12][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0
 _SLASH_DATE = re.compile(r"(?<![\w/.])(0?[1-9]|1[0-2])/(0?[1-9]|[12][0-9]|3[01])/([12][0-9]{3})(?![\w/])")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
+# A day after a month's name or its abbreviation, capitalised ("May 5", "Jan. 5", "Dec 25th": the fifth, the
+# twenty-fifth; "may 5" is a verb's).
+_MONTH_DAY = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December"
+                        r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.? ([1-9]|[12][0-9]|3[01])"
+                        r"(?:st|nd|rd|th)?(?![\w:-]|\.[0-9])")
 # "555-0123", "212-555-0123", "(212) 555-0123", "1-800-555-0123": groups of three and four digits, not part of a
 # longer run of digits and hyphens.
 _TELEPHONE = re.compile(r"(?<![\w-])(?:(1)-(?=[0-9]{3}-))?(?:\(([0-9]{3})\) ?|([0-9]{3})-)?([0-9]{3})-([0-9]{4})"
@@ -106,6 +112,7 @@ def normalize_numbers(text: str) -> str:
     text = _ISO_DATE.sub(lambda match: _spoken_date(*match.groups()), text)
     text = _SLASH_DATE.sub(lambda match: _spoken_date(match.group(3), match.group(1), match.group(2)), text)
     text = _TELEPHONE.sub(_spell_telephone, text)
+    text = _MONTH_DAY.sub(_spell_month_day, text)
     text = _TOLL_FREE_PREFIX.sub("one eight hundred", text)
     text = _RANGE.sub(r"\1 to \2", text)
     text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
@@ -175,6 +182,11 @@ def _spell_fraction(match: re.Match) -> str:
 
 def _spoken_date(year: str, month: str, day: str) -> str:
     return f"{_MONTHS[int(month) - 1]} {_ordinal_words(int(day))}, {year}"  # the integer pass spells the year
+
+
+def _spell_month_day(match: re.Match) -> str:
+    month = next(name for name in _MONTHS if name.startswith(match.group(1).lower()))  # "Sept" -> "september"
+    return f"{month} {_ordinal_words(int(match.group(2)))}"
 
 
 def _spell_telephone(match: re.Match) -> str:

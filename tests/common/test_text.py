@@ -113,6 +113,8 @@ def test_symbol_table_matches_nvidia_ids():
     ("call 555-0123", "call five five five, zero one two three"),
     ("212-555-0123", "two one two, five five five, zero one two three"),
     ("LJ001-0001", "LJone-one"),
+    ("on Jan. 5, 2026, May 5 and Dec 25th", "on january fifth, twenty twenty-six, may fifth and december twenty-fifth"),
+    ("you may 5 times in May 2026", "you may five times in May twenty twenty-six"),  # a verb; a month and a year
     ("12/03/2026 and 1/2/2025", "december third, twenty twenty-six and january second, twenty twenty-five"),
     ("13/03/2026", "thirteen/three/twenty twenty-six"),  # no thirteenth month: left to the slash
     ("1-800-555-0123", "one, eight hundred, five five five, zero one two three"),
@@ -152,6 +154,17 @@ def test_normalize_numbers(text, spoken):
     ("Y Esq. Z Ltd.", "y esquire z limited"), ("Ft. Worth", "fort worth"),
 ])
 def test_english_cleaners_expand_abbreviations(text, cleaned):
+    assert english_cleaners(text) == cleaned
+
+
+@pytest.mark.parametrize("text, cleaned", [
+    ("Tuesday, Dec. 4th", "tuesday, december fourth"),
+    ("Prof. Lee climbed Mt. Everest, approx. 5 times", "professor lee climbed mount everest, approximately five times"),
+    ("see Fig. 3 of Vol. 2 from the Dept. of Energy", "see figure three of volume two from the department of energy"),
+    ("Mr Smith, Mrs Brown and Dr Jones", "mister smith, misess brown and doctor jones"),  # titles without a full stop
+    ("the Dr said", "the dr said"),  # before a name only
+])
+def test_english_cleaners_expand_everyday_abbreviations(text, cleaned):
     assert english_cleaners(text) == cleaned
 
 

@@ -43,9 +43,11 @@ _ABBREVIATIONS = [
         ("dept", "department"), ("vol", "volume"),
     ]
 ]
-# A title without its full stop, as British English writes it, before a name ("Mr Smith", "Dr Jones").
-_TITLE_BEFORE_NAME = re.compile(r"\b(Mrs|Mr|Dr)(?= [A-Z])")
-_TITLES = {"Mrs": "misess", "Mr": "mister", "Dr": "doctor"}
+# A title without its full stop, as British English writes it, before a name ("Mr Smith", "Dr Jones"). Not "Mrs":
+# NVIDIA's "misess" is no word the CMU dictionary knows, so english_cleaners_arpabet would spell it, where it reads
+# "mrs" right (the demo's model said "Mrs Brown" worse so: experiments/text_readings).
+_TITLE_BEFORE_NAME = re.compile(r"\b(Mr|Dr)(?= [A-Z])")
+_TITLES = {"Mr": "mister", "Dr": "doctor"}
 
 
 # Where NVIDIA's own transliteration table gives other ASCII than PyPI unidecode (which gives "o" and "--").

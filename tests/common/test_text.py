@@ -161,7 +161,7 @@ def test_english_cleaners_expand_abbreviations(text, cleaned):
     ("Tuesday, Dec. 4th", "tuesday, december fourth"),
     ("Prof. Lee climbed Mt. Everest, approx. 5 times", "professor lee climbed mount everest, approximately five times"),
     ("see Fig. 3 of Vol. 2 from the Dept. of Energy", "see figure three of volume two from the department of energy"),
-    ("Mr Smith, Mrs Brown and Dr Jones", "mister smith, misess brown and doctor jones"),  # titles without a full stop
+    ("Mr Smith, Mrs Brown and Dr Jones", "mister smith, mrs brown and doctor jones"),  # titles without a full stop
     ("the Dr said", "the dr said"),  # before a name only
 ])
 def test_english_cleaners_expand_everyday_abbreviations(text, cleaned):

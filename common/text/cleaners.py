@@ -38,9 +38,8 @@ _ABBREVIATIONS = [
         # Beyond NVIDIA's list: months, titles and words people abbreviate in everyday writing.
         ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("jun", "june"),
         ("jul", "july"), ("aug", "august"), ("sept", "september"), ("sep", "september"), ("oct", "october"),
-        ("nov", "november"), ("dec", "december"), ("prof", "professor"), ("mt", "mount"), ("apt", "apartment"),
-        ("ave", "avenue"), ("blvd", "boulevard"), ("approx", "approximately"), ("fig", "figure"),
-        ("dept", "department"), ("vol", "volume"),
+        ("nov", "november"), ("dec", "december"), ("prof", "professor"), ("mt", "mount"), ("ave", "avenue"),
+        ("blvd", "boulevard"), ("approx", "approximately"), ("dept", "department"),
     ]
 ]
 # A title without its full stop, as British English writes it, before a name ("Mr Smith", "Dr Jones"). Not "Mrs":

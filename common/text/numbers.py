@@ -20,7 +20,8 @@ numbers), with these readings made right:
 - an "x" after a number is "by" or "times" ("3x4" -> "three by four", "2x faster" -> "two times faster");
 - a unit after a number is its word ("100 km" -> "one hundred kilometers", "1 kg" -> "one kilogram", "60 mph" ->
   "sixty miles per hour"), and so is a time of day's "am" and "pm" ("5 p.m." -> "five pee em");
-- a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5").
+- a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5"), and
+  "Fig. 3", "Apt. 5" and "Vol. 2" are "figure three", "apartment five", "volume two".
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ _NUMBER_WITH_COMMAS = re.compile(r"[0-9][0-9,]+[0-9]")
 # Ten digits or more in one run, not an amount (no commas, no currency sign, no decimal point): an account, card or
 # telephone number, read digit by digit in groups ("4111111111111111" is not "four quadrillion ...").
 _LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3\u20ac\u00a5])[0-9]{10,}(?![0-9,]|\.[0-9])")
-# Money: a currency sign before an amount ("$5", "£2.50", "€0.99", "$2.5 billion", "$5m") or after it ("5 €", "5¢").
+# Money: a currency sign before an amount ("$5", "£2.50", "€0.99", "$2.5 billion", "$5m"), or the euro's or the
+# cent's after it ("5 €", "5¢").
 # Each sign's unit and its hundredth, singular and plural; the yen has none.
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "\u00a3": ("pound", "pounds", "penny", "pence"),
                "\u20ac": ("euro", "euros", "cent", "cents"), "\u00a5": ("yen", "yen", None, None)}
@@ -41,7 +43,7 @@ _MAGNITUDES = {"thousand": "thousand", "million": "million", "billion": "billion
                "k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
 _MONEY = re.compile(r"([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
-_MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a3$\u00a5\u00a2])")
+_MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a2])")  # the signs written after it
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
 _ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)
 _INTEGER = re.compile(r"[0-9]+")
@@ -75,6 +77,9 @@ _TOLL_FREE_PREFIX = re.compile(r"(?<![\w-])1-800(?![0-9])")
 # Two numbers joined by a hyphen ("5-10", "1990-1995", "3-2"), not inside a word or an id ("covid-19", "LJ001-0001").
 _RANGE = re.compile(r"(?<![\w.-])([0-9]+)-([0-9]+)(?![\w.-])")
 _NUMBER_SIGN = re.compile(r"(?:#|\bno\. ?)(?=[0-9])", re.IGNORECASE)
+# Abbreviations that are also words ("a fig.", "that was apt."), read as theirs only before a number ("Fig. 3").
+_ABBREVIATIONS_BEFORE_NUMBERS = re.compile(r"\b(fig|apt|vol)\. ?(?=[0-9])", re.IGNORECASE)
+_ABBREVIATED_WORDS = {"fig": "figure ", "apt": "apartment ", "vol": "volume "}
 # Units after a number, each as (singular, plural). Letters that mean more than one thing after a number ("m":
 # metres, minutes or millions; "in", "g", "l") are left as they are.
 _UNIT_WORDS = {
@@ -121,6 +126,7 @@ def normalize_numbers(text: str) -> str:
     text = _TIME_OF_DAY.sub(_spell_time_of_day, text)
     text = _DECADE.sub(_spell_decade, text)
     text = _NUMBER_SIGN.sub("number ", text)
+    text = _ABBREVIATIONS_BEFORE_NUMBERS.sub(lambda match: _ABBREVIATED_WORDS[match.group(1).lower()], text)
     text = _UNIT.sub(_spell_unit, text)
     text = _BY.sub(" by ", text)
     text = _TIMES.sub(r"\1 times", text)

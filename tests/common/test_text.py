@@ -163,6 +163,7 @@ def test_english_cleaners_expand_abbreviations(text, cleaned):
     ("see Fig. 3 of Vol. 2 from the Dept. of Energy", "see figure three of volume two from the department of energy"),
     ("Mr Smith, Mrs Brown and Dr Jones", "mister smith, mrs brown and doctor jones"),  # titles without a full stop
     ("the Dr said", "the dr said"),  # before a name only
+    ("a fig. that was apt.", "a fig. that was apt."),  # "Fig." and "Apt." only before a number
 ])
 def test_english_cleaners_expand_everyday_abbreviations(text, cleaned):
     assert english_cleaners(text) == cleaned

@@ -27,7 +27,7 @@ from tests.tacotron2.tiny_tacotron2 import TINY, attention_moves_one_symbol_a_st
 SENTENCES = [
     "The morning train to the city was late again today.", "Dr. Lee said the results would be ready by Friday.",
     "We bought apples, pears and a loaf of fresh bread.", "Is the meeting still on for half past three?",
-    "My sister lives in a small town near the coast.", "The recipe asks for 3.5 cups of flour, e.g. the white kind.",
+    "My sister lives in a small town near the coast.", "The recipe takes 3.5 cups of flour, e.g. white.",
     "Please turn off the lights when you leave the room.", "He has been learning to play the piano for two years.",
     "The children ran across the field toward the river.", "Could you send me the report before lunch tomorrow?",
     "It rained all night, so the garden looks very green.", "Mr. Brown fixed the old bicycle in his garage.",

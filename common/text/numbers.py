@@ -21,7 +21,9 @@ numbers), with these readings made right:
 - a unit after a number is its word ("100 km" -> "one hundred kilometers", "1 kg" -> "one kilogram", "60 mph" ->
   "sixty miles per hour"), and so is a time of day's "am" and "pm" ("5 p.m." -> "five pee em");
 - a number sign is "number" ("#1" and "No. 5" -> "number one", "number five"), a minus sign "minus" ("-5"), and
-  "Fig. 3", "Apt. 5" and "Vol. 2" are "figure three", "apartment five", "volume two".
+  "Fig. 3", "Apt. 5" and "Vol. 2" are "figure three", "apartment five", "volume two";
+- a roman numeral is a monarch's ordinal or a count where that is clear ("Henry VIII" -> "Henry the eighth", "World
+  War II" -> "World War two").
 """
 from __future__ import annotations
 
@@ -106,6 +108,15 @@ _AM_PM = re.compile(r"(?<=[0-9]) ?([ap])\.?m\b" + _ABBREVIATION_STOP, re.IGNOREC
 # "x" after a number: "by" between two numbers ("3x4", "1920 x 1080"), "times" before a word or the end ("2x faster").
 _BY = re.compile(r"(?<=[0-9]) ?x ?(?=[0-9])")
 _TIMES = re.compile(r"(?<![\w.])([0-9][0-9.]*)x\b")
+# Roman numerals where their reading is clear: a monarch's or a pope's ordinal ("Henry VIII" -> "Henry the eighth")
+# and a number after a word that counts ("World War II", "Chapter IV" -> "World War two", "Chapter four"). Elsewhere
+# a capital "I" is the pronoun and "MIX" a word, so they are left.
+_ROMAN = "(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_REGNAL_NAMES = ("Henry|Elizabeth|Louis|George|Edward|Charles|William|James|Richard|Mary|Philip|Frederick|Peter|"
+                 "Catherine|Alexander|Nicholas|Pius|Leo|Benedict|Gregory|John Paul|Innocent|Clement|Ramesses|Napoleon")
+_REGNAL = re.compile(rf"\b({_REGNAL_NAMES}) ({_ROMAN})\b")
+_COUNTING_WORDS = "World War|Chapter|Part|Volume|Book|Act|Scene|Phase|Level|Stage|Season|Episode|Article|Title|Type"
+_COUNTED = re.compile(rf"\b({_COUNTING_WORDS}) ({_ROMAN})\b")
 # A minus sign at the start of a number ("-5", "\u22125"), not a hyphen between numbers or words ("5-10", "covid-19").
 _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 
@@ -113,6 +124,8 @@ _MINUS = re.compile(r"(?<![\w.-])[-\u2212](?=[0-9])")
 def normalize_numbers(text: str) -> str:
     """Replace every number in text by words. The order matters: money before decimals before integers."""
     text = _LONG_DIGIT_RUN.sub(_spell_long_digit_run, text)
+    text = _REGNAL.sub(_spell_regnal, text)
+    text = _COUNTED.sub(_spell_counted, text)
     text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
     text = _ISO_DATE.sub(lambda match: _spoken_date(*match.groups()), text)
     text = _SLASH_DATE.sub(lambda match: _spoken_date(match.group(3), match.group(1), match.group(2)), text)
@@ -202,6 +215,30 @@ def _spell_telephone(match: re.Match) -> str:
     if area:
         groups.append(_words(int(area)) if area in _AREA_CODES_SAID_AS_NUMBERS else _digits_one_by_one(area))
     return ", ".join(groups + [_digits_one_by_one(exchange), _digits_one_by_one(line)])
+
+
+def _spell_regnal(match: re.Match) -> str:
+    name, numeral = match.groups()
+    value = _roman_value(numeral)
+    if numeral == "I" or not 1 <= value <= 40:  # "Henry I am": the pronoun; "George MIX": no king
+        return match.group(0)
+    return f"{name} the {_ordinal_words(value)}"
+
+
+def _spell_counted(match: re.Match) -> str:
+    word, numeral = match.groups()
+    value = _roman_value(numeral)
+    return f"{word} {value}" if 1 <= value <= 200 else match.group(0)
+
+
+def _roman_value(numeral: str) -> int:
+    """The value of a numeral _ROMAN matched; 0 for the empty match it may make before a word that is no numeral."""
+    values = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
+    total = 0
+    for letter, following in zip(numeral, numeral[1:] + " "):
+        value = values[letter]
+        total += -value if following != " " and values[following] > value else value  # "IV": 5 - 1
+    return total
 
 
 def _spell_long_digit_run(match: re.Match) -> str:

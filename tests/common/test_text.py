@@ -115,6 +115,10 @@ def test_symbol_table_matches_nvidia_ids():
     ("LJ001-0001", "LJone-one"),
     ("on Jan. 5, 2026, May 5 and Dec 25th", "on january fifth, twenty twenty-six, may fifth and december twenty-fifth"),
     ("you may 5 times in May 2026", "you may five times in May twenty twenty-six"),  # a verb; a month and a year
+    # Roman numerals where their reading is clear.
+    ("Henry VIII, Elizabeth II and Louis XIV", "Henry the eighth, Elizabeth the second and Louis the fourteenth"),
+    ("World War II, World War I, Chapter XLIX, Act V", "World War two, World War one, Chapter forty-nine, Act five"),
+    ("Henry I am, George MIX, Henry VIIII, Super Bowl LVIII", "Henry I am, George MIX, Henry VIIII, Super Bowl LVIII"),
     ("12/03/2026 and 1/2/2025", "december third, twenty twenty-six and january second, twenty twenty-five"),
     ("13/03/2026", "thirteen/three/twenty twenty-six"),  # no thirteenth month: left to the slash
     ("1-800-555-0123", "one, eight hundred, five five five, zero one two three"),

@@ -41,8 +41,7 @@ _LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3\u20ac\u00a5])[0-9]{10,}(?![0-9,
 # Each sign's unit and its hundredth, singular and plural; the yen has none.
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "\u00a3": ("pound", "pounds", "penny", "pence"),
                "\u20ac": ("euro", "euros", "cent", "cents"), "\u00a5": ("yen", "yen", None, None)}
-_MAGNITUDES = {"thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion",
-               "k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
+_MAGNITUDE_LETTERS = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
 _MONEY = re.compile(r"([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
 _MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a2])")  # the signs written after it
@@ -65,8 +64,8 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 # A day after a month's name or its abbreviation, capitalised ("May 5", "Jan. 5", "Dec 25th": the fifth, the
 # twenty-fifth; "may 5" is a verb's).
-_MONTH_DAY = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December"
-                        r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.? ([1-9]|[12][0-9]|3[01])"
+_MONTH_DAY = re.compile(r"\b(" + "|".join(month.capitalize() for month in _MONTHS)
+                        + r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.? ([1-9]|[12][0-9]|3[01])"
                         r"(?:st|nd|rd|th)?(?![\w:-]|\.[0-9])")
 # "555-0123", "212-555-0123", "(212) 555-0123", "1-800-555-0123": groups of three and four digits, not part of a
 # longer run of digits and hyphens.
@@ -158,10 +157,14 @@ def _amount(count: int, singular: str, plural: str) -> str:
 
 def _spell_money(match: re.Match) -> str:
     sign, amount, magnitude_word, magnitude_letter = match.groups()
+    return _money_words(sign, amount, magnitude_word or magnitude_letter)  # a letter only close: "$5m", not "$5 m"
+
+
+def _money_words(sign: str, amount: str, magnitude: str | None = None) -> str:
     unit, units, hundredth, hundredths = _CURRENCIES[sign]
-    magnitude = magnitude_word or magnitude_letter  # a letter only when written close: "$5m", not "$5 m"
     if magnitude:  # "$2.5 billion", "$5m": "2.5 billion dollars", the decimal pass reads the number
-        return f"{amount} {_MAGNITUDES[magnitude.lower()]} {units}"
+        magnitude = magnitude.lower()
+        return f"{amount} {_MAGNITUDE_LETTERS.get(magnitude, magnitude)} {units}"
     whole, _, fraction = amount.partition(".")
     if "." in fraction or len(fraction) > 2 or (fraction and hundredth is None):  # "$1.999", "\u00a51.5": the number
         return f"{amount} {units}"
@@ -179,7 +182,7 @@ def _spell_money_sign_after(match: re.Match) -> str:
     amount, sign = match.groups()
     if sign == "\u00a2":  # "5\u00a2": cents
         return f"{amount} cent" if amount == "1" else f"{amount} cents"
-    return _spell_money(_MONEY.match(f"{sign}{amount}"))
+    return _money_words(sign, amount)
 
 
 def _spell_decimal(match: re.Match) -> str:

@@ -125,7 +125,7 @@ def normalize_numbers(text: str) -> str:
     text = _LONG_DIGIT_RUN.sub(_spell_long_digit_run, text)
     text = _REGNAL.sub(_spell_regnal, text)
     text = _COUNTED.sub(_spell_counted, text)
-    text = _NUMBER_WITH_COMMAS.sub(lambda match: match.group(0).replace(",", ""), text)
+    text = _NUMBER_WITH_COMMAS.sub(_number_without_commas, text)
     text = _ISO_DATE.sub(lambda match: _spoken_date(*match.groups()), text)
     text = _SLASH_DATE.sub(lambda match: _spoken_date(match.group(3), match.group(1), match.group(2)), text)
     text = _TELEPHONE.sub(_spell_telephone, text)
@@ -150,9 +150,29 @@ def normalize_numbers(text: str) -> str:
     return _INTEGER.sub(_spell_integer, text)
 
 
+def _count_digits(number: int) -> str:
+    """A count's digits for the integer pass, which reads 1001 to 2999 as a year ("twelve fifty", "ten oh five"): so
+    there, unless a whole hundred ("fifteen hundred"), as the thousand and the rest, each read as a count ("1000 250":
+    "one thousand two hundred fifty")."""
+    if 1000 < number < 3000 and number % 100:
+        return f"{number // 1000 * 1000} {number % 1000}"
+    return str(number)
+
+
+def _number_without_commas(match: re.Match) -> str:
+    """ "1,250" -> "1000 250" (_count_digits: a number with a thousands comma is a count, not a year); after a
+    currency sign just "1250", which the money pass reads as an amount, and in a range too ("1,250-1,300"), which
+    the range pass reads."""
+    written, before, after = match.group(0), match.string[:match.start()], match.string[match.end():]
+    digits = written.replace(",", "")
+    if "," not in written or re.search(r"[$\u00a3\u20ac\u00a5] ?$|-$", before) or after.startswith("-"):
+        return digits
+    return _count_digits(int(digits))
+
+
 def _amount(count: int, singular: str, plural: str) -> str:
-    # Digits stay digits here; the integer pass spells them (and reads "$1500" as "fifteen hundred dollars").
-    return f"{count} {singular if count == 1 else plural}"
+    # Digits stay digits here; the integer pass spells them ("$1500" fifteen hundred dollars, "$1250" _count_digits').
+    return f"{_count_digits(count)} {singular if count == 1 else plural}"
 
 
 def _spell_money(match: re.Match) -> str:

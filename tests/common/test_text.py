@@ -71,6 +71,16 @@ def test_symbol_table_matches_nvidia_ids():
     ("0.5", "zero point five"),
     ("1,234,567", "one million, two hundred thirty-four thousand, five hundred sixty-seven"),
     ("$1,000,000", "one million dollars"),
+    # A number with a thousands comma is a count, not a year, and so is an amount of money; whole hundreds and
+    # ranges are read as before.
+    ("1,250 people and 1,005 votes", "one thousand two hundred fifty people and one thousand five votes"),
+    ("the year 1250, in 1905", "the year twelve fifty, in nineteen oh five"),
+    ("$1,250, $1905 and \u00a31,005.50",
+     "one thousand two hundred fifty dollars, one thousand nine hundred five dollars and one thousand five pounds, "
+     "fifty pence"),
+    ("1,500 fans paid $1500", "fifteen hundred fans paid fifteen hundred dollars"),
+    ("the 1,001st night, 1,250.5 grams", "the one thousand first night, one thousand two hundred fifty point five grams"),
+    ("1,250-1,300 people", "twelve fifty to thirteen hundred people"),
     ("123", "one hundred twenty-three"),
     ("42 cats", "forty-two cats"),
     # Fractions: proper, with a denominator up to ten; a date, "24/7" or "3/2" is left to the slash.

@@ -36,6 +36,7 @@ _CANDIDATES = 60000  # of wordfreq's list, enough to hold LEXICON_SIZE dictionar
 _WORD = re.compile(r"[a-z]+('[a-z]+)?")
 _VOWEL = re.compile(r"[aeiouy]")  # without one eSpeak spells the word out ("hr", "tv")
 WORDS_PER_SEQUENCE = (4, 12)
+COMMON_WORDS = 100  # word_sequences' common_word_share draws from these: the function words of running text
 EVERYDAY_SENTENCES_FILE = Path(__file__).with_name("everyday_sentences.txt")
 EVERYDAY_DEV_SENTENCES_FILE = Path(__file__).with_name("everyday_dev_sentences.txt")
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,16 +60,24 @@ def lexicon(size: int = LEXICON_SIZE) -> tuple[str, ...]:
     return tuple(words[:size])
 
 
-def word_sequences(count: int, seed: int, exclude: set[str] = frozenset(),
-                   size: int = LEXICON_SIZE) -> list[tuple[str, str]]:
+def word_sequences(count: int, seed: int, exclude: set[str] = frozenset(), size: int = LEXICON_SIZE,
+                   common_word_share: float = 0.0) -> list[tuple[str, str]]:
     """`count` distinct (text for eSpeak, words as LibriSpeech writes them) runs of lexicon words, none of whose
-    words is in `exclude` (LibriSpeech form: "THE RIVER RAN")."""
+    words is in `exclude` (LibriSpeech form: "THE RIVER RAN"). With common_word_share > 0, each word is with that
+    chance one of the COMMON_WORDS most frequent ones instead, drawn as often as English uses them (weight
+    1/rank): "the", "of", "to" between the open words, as in running text."""
+    if not 0.0 <= common_word_share <= 1.0:
+        raise ValueError(f"common_word_share must be between 0 and 1, got {common_word_share}")
     words = lexicon(size)
     cumulative_weights = list(itertools.accumulate(rank ** -0.5 for rank in range(1, len(words) + 1)))
+    common_weights = list(itertools.accumulate(rank ** -1.0 for rank in range(1, COMMON_WORDS + 1)))
     rng = random.Random(seed)
     sequences, seen = [], set(exclude)
     while len(sequences) < count:
         drawn = rng.choices(words, cum_weights=cumulative_weights, k=rng.randint(*WORDS_PER_SEQUENCE))
+        if common_word_share > 0:  # drawn apart, so that a share of 0 draws the sequences it always did
+            drawn = [rng.choices(words[:COMMON_WORDS], cum_weights=common_weights)[0]
+                     if rng.random() < common_word_share else word for word in drawn]
         text = " ".join(drawn)
         spoken = librispeech_words(text)
         if spoken not in seen:

@@ -25,7 +25,8 @@ TRAINING_FILELIST = "synthetic_audio_text_train.txt"
 OPEN_TRAINING_FILELIST = "synthetic_audio_text_train_open.txt"
 
 
-def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int = 1350, seed: int = 4321) -> Path:
+def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int = 1350, seed: int = 4321,
+                       common_word_share: float = 0.0) -> Path:
     """Speak `count` word sequences into `corpus`/wavs and write the training filelist with them; returns its path."""
     corpus, filelists_dir = Path(corpus), Path(filelists_dir)
     training = filelists_dir / TRAINING_FILELIST
@@ -33,7 +34,8 @@ def add_open_sequences(corpus: str | Path, filelists_dir: str | Path, count: int
         raise UserError(f"{training}: no training filelist; build the corpus first "
                         "(scripts/prepare_dataset.sh --synthetic)")
     lines = training.read_text(encoding="utf-8").splitlines()
-    texts = [text for text, _ in word_sequences(count, seed, exclude=tts_held_out_words())]
+    texts = [text for text, _ in word_sequences(count, seed, exclude=tts_held_out_words(),
+                                                     common_word_share=common_word_share)]
     wavs = [f"wavs/OPEN-{number:04d}.wav" for number in range(1, len(texts) + 1)]
     spoken_lengths([(text, corpus / wav) for text, wav in zip(texts, wavs)])
     lines += [f"{wav}|{text}" for wav, text in zip(wavs, texts)]
@@ -50,11 +52,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--count", type=int, default=1350, help="word sequences to add (the demo's: three times "
                                                                 "the corpus's 450 training sentences)")
     parser.add_argument("--seed", type=int, default=4321, help="same seed, same sequences")
+    parser.add_argument("--common-word-share", type=float, default=0.0,
+                        help="the chance that a word is one of the 100 most frequent ones instead (0 to 1)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.count < 0:
         parser.error(f"--count must be 0 or more, got {args.count}")
+    if not 0.0 <= args.common_word_share <= 1.0:
+        parser.error(f"--common-word-share must be between 0 and 1, got {args.common_word_share}")
     started = time.perf_counter()
-    written = add_open_sequences(args.corpus, args.filelists_dir, args.count, args.seed)
+    written = add_open_sequences(args.corpus, args.filelists_dir, args.count, args.seed, args.common_word_share)
     print(f"{args.count} open-vocabulary word sequences in {args.corpus}/wavs, {written} written in "
           f"{time.perf_counter() - started:.1f} s")
 

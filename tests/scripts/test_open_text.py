@@ -43,6 +43,26 @@ def test_word_sequences_are_a_function_of_their_seed():
     assert not excluded & {words for _, words in word_sequences(300, seed=5, exclude=excluded)}
 
 
+def test_common_words_can_be_drawn_as_often_as_running_text_has_them():
+    """common_word_share puts the function words of running text between the open words (about 40 % of a sentence's
+    words are among English's 50 most frequent; 4 % of the plain draw's), and a share of 0 draws what it always did
+    (the demo's corpus then keeps its bytes)."""
+    assert word_sequences(1, seed=4321)[0][0] == "I'm insults itchy liable head membrane ceremonial visitor."
+    assert word_sequences(200, seed=5, common_word_share=0.0) == word_sequences(200, seed=5)
+    top_50 = {word.upper() for word in lexicon()[:50]}
+
+    def top_50_share(sequences):
+        words = [word for _, spoken in sequences for word in spoken.split()]
+        return sum(word in top_50 for word in words) / len(words)
+
+    plain, mixed = word_sequences(500, seed=5), word_sequences(500, seed=5, common_word_share=0.4)
+    assert top_50_share(plain) < 0.1 and 0.3 < top_50_share(mixed) < 0.5
+    assert all(4 <= len(spoken.split()) <= 12 for _, spoken in mixed)
+    assert len({spoken for _, spoken in mixed}) == 500
+    with pytest.raises(ValueError, match="common_word_share must be between 0 and 1, got 1.5"):
+        word_sequences(1, seed=5, common_word_share=1.5)
+
+
 def test_every_word_of_the_everyday_sentences_can_be_trained_on():
     sentences = everyday_sentences()
     assert len(sentences) == 50 == len({words for _, words in sentences})

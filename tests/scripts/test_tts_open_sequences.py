@@ -46,3 +46,12 @@ def test_a_corpus_that_is_not_built_is_one_error_line(tmp_path):
     assert completed.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'filelists' / 'synthetic_audio_text_train.txt'}: no training filelist; build the corpus "
         "first (scripts/prepare_dataset.sh --synthetic)"]
+
+
+def test_a_common_word_share_outside_0_to_1_is_one_error_line(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "scripts.data.tts_open_sequences", "--corpus", str(tmp_path),
+                                "--filelists-dir", str(tmp_path), "--common-word-share", "40"],
+                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2
+    assert completed.stderr.strip().splitlines() == [
+        "error: --common-word-share must be between 0 and 1, got 40.0 (--help lists the flags)"]

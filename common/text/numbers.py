@@ -42,8 +42,17 @@ _LONG_DIGIT_RUN = re.compile(r"(?<![0-9,.$\u00a3\u20ac\u00a5])[0-9]{10,}(?![0-9,
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "\u00a3": ("pound", "pounds", "penny", "pence"),
                "\u20ac": ("euro", "euros", "cent", "cents"), "\u00a5": ("yen", "yen", None, None)}
 _MAGNITUDE_LETTERS = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
-_MONEY = re.compile(r"([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
+# A country's dollar ("US$5", "A$20"): its name said before "dollars".
+_DOLLAR_COUNTRIES = {"us": "u s", "a": "australian", "c": "canadian", "nz": "new zealand", "hk": "hong kong"}
+_MONEY = re.compile(r"(?:\b((?-i:US|A|C|NZ|HK))(?=\$))?([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
+# Around money: a range ("$5-10", "$5-$10": "$5 to $10"), a minus sign before or after the currency's ("-$5", "$-5":
+# "minus $5"), and a sign alone ("the £ sign", "prices in $"), read as the currency's name.
+_MONEY_RANGE = re.compile(r"([$\u00a3\u20ac\u00a5])([0-9][0-9.]*)-\1?(?=[0-9])")
+_MINUS_BEFORE_MONEY = re.compile(r"(?<![\w.-])[-\u2212](?=(?:US|A|C|NZ|HK)?[$\u00a3\u20ac\u00a5] ?[0-9])")
+_MINUS_AFTER_MONEY = re.compile(r"([$\u00a3\u20ac\u00a5])[-\u2212](?=[0-9])")
+_CURRENCY_SIGN_ALONE = re.compile(r"(?<![\w$\u00a3\u20ac\u00a5\u00a2])([$\u00a3\u20ac\u00a5\u00a2])(?![\w$\u00a3\u20ac\u00a5\u00a2])"
+                                  r"( (?:sign|symbol)\b)?")
 _MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a2])")  # the signs written after it
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
 _ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)
@@ -131,6 +140,7 @@ def normalize_numbers(text: str) -> str:
     text = _TELEPHONE.sub(_spell_telephone, text)
     text = _MONTH_DAY.sub(_spell_month_day, text)
     text = _TOLL_FREE_PREFIX.sub("one eight hundred", text)
+    text = _MONEY_RANGE.sub(r"\1\2 to \1", text)
     text = _RANGE.sub(r"\1 to \2", text)
     text = _FRACTION_CHARACTER.sub(_fraction_in_digits, text)
     text = _FRACTION.sub(_spell_fraction, text)
@@ -142,11 +152,14 @@ def normalize_numbers(text: str) -> str:
     text = _UNIT.sub(_spell_unit, text)
     text = _BY.sub(" by ", text)
     text = _TIMES.sub(r"\1 times", text)
+    text = _MINUS_BEFORE_MONEY.sub("minus ", text)
+    text = _MINUS_AFTER_MONEY.sub(r"minus \1", text)
     text = _MINUS.sub("minus ", text)
     text = _MONEY_SIGN_AFTER.sub(_spell_money_sign_after, text)
     text = _MONEY.sub(_spell_money, text)
     text = _DECIMAL.sub(_spell_decimal, text)
     text = _ORDINAL.sub(lambda match: _ordinal_words(int(match.group(1))), text)
+    text = _CURRENCY_SIGN_ALONE.sub(_spell_currency_sign, text)
     return _INTEGER.sub(_spell_integer, text)
 
 
@@ -176,8 +189,18 @@ def _amount(count: int, singular: str, plural: str) -> str:
 
 
 def _spell_money(match: re.Match) -> str:
-    sign, amount, magnitude_word, magnitude_letter = match.groups()
-    return _money_words(sign, amount, magnitude_word or magnitude_letter)  # a letter only close: "$5m", not "$5 m"
+    country, sign, amount, magnitude_word, magnitude_letter = match.groups()
+    words = _money_words(sign, amount, magnitude_word or magnitude_letter)  # a letter only close: "$5m", not "$5 m"
+    if country:  # "five dollars, fifty cents" -> "five u s dollars, fifty cents"
+        words = re.sub(r"\bdollars?\b", lambda unit: f"{_DOLLAR_COUNTRIES[country.lower()]} {unit.group(0)}", words,
+                       count=1)
+    return words
+
+
+def _spell_currency_sign(match: re.Match) -> str:
+    sign, sign_word = match.groups()
+    unit, units = ("cent", "cents") if sign == "\u00a2" else _CURRENCIES[sign][:2]
+    return f"{unit}{sign_word}" if sign_word else units  # "the pound sign", "in dollars"
 
 
 def _money_words(sign: str, amount: str, magnitude: str | None = None) -> str:

@@ -67,6 +67,14 @@ def test_symbol_table_matches_nvidia_ids():
     ("$5m, $5k, $3bn and \u20ac3 mn",
      "five million dollars, five thousand dollars, three billion dollars and three million euros"),
     ("$2 b", "two dollars b"),  # a letter apart from the amount is not its magnitude
+    # A country's dollar, a minus sign on either side of the currency's, a range of money, and a sign alone.
+    ("US$5, US$2.5 billion and A$20.50",
+     "five u s dollars, two point five billion u s dollars and twenty australian dollars, fifty cents"),
+    ("-$5, $-5 and -\u00a32.50", "minus five dollars, minus five dollars and minus two pounds, fifty pence"),
+    ("$5-10 or \u00a31.50-\u00a32", "five dollars to ten dollars or one pound, fifty pence to two pounds"),
+    ("the \u00a3 sign, the $ symbol, prices in $ or \u20ac, \u00a5 and \u00a2",
+     "the pound sign, the dollar symbol, prices in dollars or euros, yen and cents"),
+    ("$HOME", "$HOME"),  # a sign before a word is not alone
     ("3.14", "three point one four"),
     ("0.5", "zero point five"),
     ("1,234,567", "one million, two hundred thirty-four thousand, five hundred sixty-seven"),

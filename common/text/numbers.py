@@ -47,12 +47,11 @@ _DOLLAR_COUNTRIES = {"us": "u s", "a": "australian", "c": "canadian", "nz": "new
 _MONEY = re.compile(r"(?:\b((?-i:US|A|C|NZ|HK))(?=\$))?([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
 # Around money: a range ("$5-10", "$5-$10": "$5 to $10"), a minus sign before or after the currency's ("-$5", "$-5":
-# "minus $5"), and a sign alone ("the £ sign", "prices in $"), read as the currency's name.
+# "minus $5"), and a sign standing alone as a word ("the £ sign", "prices in $."), read as the currency's name.
 _MONEY_RANGE = re.compile(r"([$\u00a3\u20ac\u00a5])([0-9][0-9.]*)-\1?(?=[0-9])")
 _MINUS_BEFORE_MONEY = re.compile(r"(?<![\w.-])[-\u2212](?=(?:US|A|C|NZ|HK)?[$\u00a3\u20ac\u00a5] ?[0-9])")
 _MINUS_AFTER_MONEY = re.compile(r"([$\u00a3\u20ac\u00a5])[-\u2212](?=[0-9])")
-_CURRENCY_SIGN_ALONE = re.compile(r"(?<![\w$\u00a3\u20ac\u00a5\u00a2])([$\u00a3\u20ac\u00a5\u00a2])(?![\w$\u00a3\u20ac\u00a5\u00a2])"
-                                  r"( (?:sign|symbol)\b)?")
+_CURRENCY_SIGN_ALONE = re.compile(r"(?<![^\s(])([$\u00a3\u20ac\u00a5\u00a2])(?=[\s.,;:!?)]|$)( (?:sign|symbol)\b)?")
 _MONEY_SIGN_AFTER = re.compile(r"(?<![\w.])([0-9.]*[0-9]) ?([\u20ac\u00a2])")  # the signs written after it
 _DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
 _ORDINAL = re.compile(r"([0-9]+)(?:st|nd|rd|th)", re.IGNORECASE)

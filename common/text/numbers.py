@@ -43,7 +43,7 @@ _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "\u00a3": ("pound", 
                "\u20ac": ("euro", "euros", "cent", "cents"), "\u00a5": ("yen", "yen", None, None)}
 _MAGNITUDE_LETTERS = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion"}
 # A country's dollar ("US$5", "A$20"): its name said before "dollars".
-_DOLLAR_COUNTRIES = {"us": "u s", "a": "australian", "c": "canadian", "nz": "new zealand", "hk": "hong kong"}
+_DOLLAR_COUNTRIES = {"US": "u s", "A": "australian", "C": "canadian", "NZ": "new zealand", "HK": "hong kong"}
 _MONEY = re.compile(r"(?:\b((?-i:US|A|C|NZ|HK))(?=\$))?([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
 # Around money: a range ("$5-10", "$5-$10": "$5 to $10"), a minus sign before or after the currency's ("-$5", "$-5":
@@ -191,7 +191,7 @@ def _spell_money(match: re.Match) -> str:
     country, sign, amount, magnitude_word, magnitude_letter = match.groups()
     words = _money_words(sign, amount, magnitude_word or magnitude_letter)  # a letter only close: "$5m", not "$5 m"
     if country:  # "five dollars, fifty cents" -> "five u s dollars, fifty cents"
-        words = re.sub(r"\bdollars?\b", lambda unit: f"{_DOLLAR_COUNTRIES[country.lower()]} {unit.group(0)}", words,
+        words = re.sub(r"\bdollars?\b", lambda unit: f"{_DOLLAR_COUNTRIES[country]} {unit.group(0)}", words,
                        count=1)
     return words
 

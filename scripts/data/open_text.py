@@ -6,7 +6,7 @@ teach a recognizer English spelling, not one generator's few hundred words.
 - lexicon(): the LEXICON_SIZE most frequent English words (wordfreq's list) that the CMU Pronouncing Dictionary knows,
   so eSpeak NG and English agree they are words; letters and one inner apostrophe only ("don't").
 - word_sequences(): seeded runs of 4 to 12 lexicon words, drawn with weight 1/sqrt(frequency rank): common words often,
-  every word now and then. No grammar: a letter-level recognizer without a language model needs the sounds of many
+  every word now and then (common_word_share: a share of them the function words of running text instead). No grammar: a letter-level recognizer without a language model needs the sounds of many
   words, not sentence shapes, and no sentence shape is then shared with the test sentences.
 - everyday_sentences(): 50 plain sentences written by hand (everyday_sentences.txt beside this file), never spoken
   in training; every word of them is in the lexicon (tests/scripts/test_open_text.py checks it).

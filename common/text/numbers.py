@@ -46,11 +46,6 @@ _MAGNITUDE_LETTERS = {"k": "thousand", "m": "million", "mn": "million", "b": "bi
 _DOLLAR_COUNTRIES = {"US": "u s", "A": "australian", "C": "canadian", "NZ": "new zealand", "HK": "hong kong"}
 _MONEY = re.compile(r"(?:\b((?-i:US|A|C|NZ|HK))(?=\$))?([$\u00a3\u20ac\u00a5]) ?([0-9.]*[0-9])"
                     r"(?: ?(thousand|million|billion|trillion|mn|bn)\b|(k|m|b)\b)?", re.IGNORECASE)
-# An amount after "a" or "an" and before a noun is said as an adjective, its unit singular ("a $5 fee", "an $80
-# ticket", "a $2 million deal": "a five dollar fee", "an eighty dollar ticket", "a two million dollar deal").
-_MONEY_BEFORE_NOUN = re.compile(
-    r"\b([Aa]n?) ((?:US|A|C|NZ|HK)?)([$\u00a3\u20ac\u00a5]) ?([0-9]+)(?: ?(thousand|million|billion|trillion)\b|"
-    r"(k|m|bn|b)\b)?(?= (?!(?:and|or|to|for|of|per|in|on|at|each|a|an|the|is|was)\b)[a-z])")
 # Around money: a range ("$5-10", "$5-$10": "$5 to $10"), a minus sign before or after the currency's ("-$5", "$-5":
 # "minus $5"), and a sign standing alone as a word ("the £ sign", "prices in $."), read as the currency's name.
 _MONEY_RANGE = re.compile(r"([$\u00a3\u20ac\u00a5])([0-9][0-9.]*)-\1?(?=[0-9])")
@@ -159,7 +154,6 @@ def normalize_numbers(text: str) -> str:
     text = _MINUS_BEFORE_MONEY.sub("minus ", text)
     text = _MINUS_AFTER_MONEY.sub(r"minus \1", text)
     text = _MINUS.sub("minus ", text)
-    text = _MONEY_BEFORE_NOUN.sub(_spell_money_before_noun, text)
     text = _MONEY_SIGN_AFTER.sub(_spell_money_sign_after, text)
     text = _MONEY.sub(_spell_money, text)
     text = _DECIMAL.sub(_spell_decimal, text)
@@ -200,17 +194,6 @@ def _spell_money(match: re.Match) -> str:
         words = re.sub(r"\bdollars?\b", lambda unit: f"{_DOLLAR_COUNTRIES[country]} {unit.group(0)}", words,
                        count=1)
     return words
-
-
-def _spell_money_before_noun(match: re.Match) -> str:
-    article, country, sign, amount, magnitude_word, magnitude_letter = match.groups()
-    magnitude = magnitude_word or magnitude_letter
-    words = [article, _count_digits(int(amount))]
-    if magnitude:
-        words.append(_MAGNITUDE_LETTERS.get(magnitude, magnitude))
-    if country:
-        words.append(_DOLLAR_COUNTRIES[country])
-    return " ".join([*words, _CURRENCIES[sign][0]])
 
 
 def _spell_currency_sign(match: re.Match) -> str:

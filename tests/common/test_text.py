@@ -75,6 +75,7 @@ def test_symbol_table_matches_nvidia_ids():
     ("the \u00a3 sign, the $ symbol, prices in $ or \u20ac, \u00a5 and \u00a2",
      "the pound sign, the dollar symbol, prices in dollars or euros, yen and cents"),
     ("$HOME, #$^ and (\u00a3)", "$HOME, #$^ and (pounds)"),  # a sign in a word or among symbols is not alone
+    ("5 $", "five dollars"),  # a sign alone after an amount is its currency's name too
     ("3.14", "three point one four"),
     ("0.5", "zero point five"),
     ("1,234,567", "one million, two hundred thirty-four thousand, five hundred sixty-seven"),
